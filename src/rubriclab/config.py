@@ -1,0 +1,68 @@
+"""Configuration: validation against the JSON schema (filling its defaults) with errors that
+name the offending key, and the environment variables that stand in for config keys."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator, validators
+
+ENV_OVERRIDES = {"data_mirror": "RUBRICLAB_DATA_MIRROR"}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _with_defaults(validator_class: type) -> type:
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator: Any, properties: dict, instance: Any, schema: dict) -> Any:
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if "default" in subschema and name not in instance:
+                    instance[name] = copy.deepcopy(subschema["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return validators.extend(validator_class, {"properties": set_defaults})
+
+
+DefaultFillingValidator = _with_defaults(Draft202012Validator)
+
+
+def key_path(path: Any) -> str:
+    parts = []
+    for part in path:
+        parts.append(f"[{part}]" if isinstance(part, int) else (("." if parts else "") + str(part)))
+    return "".join(parts) or "<top level>"
+
+
+def validate_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Return a copy of `config` with schema defaults filled in; raise ConfigError on the first
+    violations, each naming its key (e.g. "carry.fig2.runs")."""
+    completed = copy.deepcopy(config)
+    validator = DefaultFillingValidator(schema)
+    errors = sorted(validator.iter_errors(completed), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [f"config key '{key_path(e.absolute_path)}': {e.message}" for e in errors[:10]]
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
+    return completed
+
+
+def load_yaml(path: str | Path) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def apply_env_overrides(config: dict[str, Any], environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """Environment variables fill config keys that the config leaves unset (null or absent)."""
+    environ = os.environ if environ is None else environ
+    updated = dict(config)
+    for key, variable in ENV_OVERRIDES.items():
+        if updated.get(key) in (None, "") and environ.get(variable):
+            updated[key] = environ[variable]
+    return updated

@@ -1,0 +1,163 @@
+"""Where a request is answered: `fake/...` in-process; everything else through litellm.
+
+`local/...` models are served by llama-cpp-python registered as a litellm custom provider, so
+that local and remote models share one code path. litellm is imported lazily (it takes seconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .fake import fake_answer, parse_fake_model
+from .formats import get_format
+from .request import Request
+from .settings import LLMConfig, ModelSettings
+
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
+RETRYABLE_NAMES = {
+    "RateLimitError", "InternalServerError", "ServiceUnavailableError", "Timeout",
+    "APITimeoutError", "APIConnectionError", "EmptyAnswer",
+}
+
+
+class EmptyAnswer(RuntimeError):
+    """The model returned no text: a failure, never an answer."""
+
+
+class MissingAPIKey(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class RawAnswer:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+
+
+def is_retryable(exc: BaseException) -> bool:
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and status in RETRYABLE_STATUS:
+        return True
+    return any(cls.__name__ in RETRYABLE_NAMES for cls in type(exc).__mro__)
+
+
+def import_litellm() -> Any:
+    # litellm would otherwise fetch its price map from the network at import.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+class Backends:
+    """Model fingerprints, API-key checks and the actual calls, per model string."""
+
+    def __init__(self, config: LLMConfig):
+        self.config = config
+        self._fingerprints: dict[str, str] = {}
+        self._litellm: Any = None
+
+    @property
+    def litellm(self) -> Any:
+        if self._litellm is None:
+            self._litellm = import_litellm()
+            from .local import register_local_provider
+
+            register_local_provider(self._litellm, self.config)
+        return self._litellm
+
+    def fingerprint(self, model: str) -> str:
+        if model not in self._fingerprints:
+            declared = self.config.settings_for(model).fingerprint
+            if model.startswith("fake/"):
+                parse_fake_model(model)
+                value = "fake-v1"
+            elif model.startswith("local/"):
+                from .embedded import resolve_local_model
+
+                value = "gguf-sha256:" + resolve_local_model(model, self.config.models_dir).sha256
+            else:
+                value = ""
+            self._fingerprints[model] = f"{value}|{declared}" if declared else value
+        return self._fingerprints[model]
+
+    def check_api_key(self, model: str) -> None:
+        """Raise MissingAPIKey naming the environment variables a remote model lacks."""
+        settings = self.config.settings_for(model)
+        if model.startswith(("fake/", "local/")) or not settings.check_api_key:
+            return
+        report = self.litellm.validate_environment(model=model)
+        missing = report.get("missing_keys") or []
+        if missing:
+            raise MissingAPIKey(
+                f"model {model!r} needs the environment variable(s) {', '.join(missing)}; "
+                "set them before running (keys are read from the environment, never from config)"
+            )
+
+    async def complete(self, request: Request, messages: list[dict[str, str]],
+                       settings: ModelSettings) -> RawAnswer:
+        if request.model.startswith("fake/"):
+            text = await asyncio.to_thread(fake_answer, request, messages)
+            answer = RawAnswer(text, _approx_tokens(messages), _approx_tokens(text), 0.0)
+        else:
+            answer = await self._complete_with_litellm(request, messages, settings)
+        if not answer.text.strip():
+            raise EmptyAnswer(f"model {request.model!r} returned an empty answer")
+        return answer
+
+    async def _complete_with_litellm(self, request: Request, messages: list[dict[str, str]],
+                                     settings: ModelSettings) -> RawAnswer:
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "messages": messages,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "timeout": settings.timeout_s,
+            "num_retries": 0,  # retries are ours: bounded, logged, and around empty answers too
+            "max_retries": 0,
+        }
+        if request.top_p is not None:
+            kwargs["top_p"] = request.top_p
+        if request.stop:
+            kwargs["stop"] = list(request.stop)
+        if settings.api_base:
+            kwargs["api_base"] = settings.api_base
+        if request.model.startswith("local/"):
+            # One llama.cpp context per process; the call runs in a worker thread.
+            grammar = get_format(request.response_format).gbnf_grammar
+            kwargs["seed"] = request.sample_index
+            if grammar:
+                kwargs["grammar"] = grammar
+            response = await asyncio.to_thread(self.litellm.completion, **kwargs)
+            cost: float | None = 0.0
+        else:
+            response = await self.litellm.acompletion(**kwargs)
+            cost = self._cost(response)
+        text = response.choices[0].message.content or ""
+        usage = getattr(response, "usage", None)
+        return RawAnswer(
+            text=text,
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            cost_usd=cost,
+        )
+
+    def _cost(self, response: Any) -> float | None:
+        try:
+            return float(self.litellm.completion_cost(completion_response=response))
+        except Exception:  # unknown price: reported as such, never as $0
+            return None
+
+
+def _approx_tokens(content: Any) -> int:
+    if isinstance(content, list):
+        return sum(_approx_tokens(m["content"]) for m in content)
+    return max(1, len(str(content).split()))

@@ -1,0 +1,82 @@
+"""How to call each model: settings that never change an answer, so never enter the cache key."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+DEFAULT_CACHE_DIR = Path(".cache/rubriclab")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    concurrency: int = 4
+    timeout_s: float = 120.0
+    num_retries: int = 4
+    backoff_s: float = 1.0
+    max_backoff_s: float = 60.0
+    max_reasks: int = 2
+    # Endpoint of an OpenAI-compatible server (vLLM, Ollama, a proxy). The model string names
+    # the model; declare `fingerprint` when one string can mean different weights.
+    api_base: str | None = None
+    check_api_key: bool = True
+    # Part of the cache key: e.g. a model revision, so that new weights are new entries.
+    fingerprint: str = ""
+    # Threads for an in-process llama.cpp model.
+    n_threads: int | None = None
+    n_ctx: int = 4096
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    cache_dir: Path = DEFAULT_CACHE_DIR
+    defaults: ModelSettings = field(default_factory=ModelSettings)
+    per_model: dict[str, ModelSettings] = field(default_factory=dict)
+    progress_interval_s: float = 5.0
+    # Where assembled GGUF files live; default <cache_dir>/models (RUBRICLAB_MODELS_DIR overrides).
+    models_dir_override: Path | None = None
+
+    @property
+    def cache_path(self) -> Path:
+        return self.cache_dir / "llm_cache.sqlite"
+
+    @property
+    def models_dir(self) -> Path:
+        env = os.environ.get("RUBRICLAB_MODELS_DIR")
+        if env:
+            return Path(env)
+        return self.models_dir_override or self.cache_dir / "models"
+
+    def settings_for(self, model: str) -> ModelSettings:
+        return self.per_model.get(model, self.defaults)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any] | None, cache_dir: str | Path | None = None) -> LLMConfig:
+        """Build from the `llm:` block of the pipeline config.
+
+        The cache directory is, in order: RUBRICLAB_CACHE, `cache_dir` given here, `llm.cache_dir`,
+        then `.cache/rubriclab` (relative to the working directory).
+        """
+        raw = dict(raw or {})
+        known = {f.name for f in fields(ModelSettings)}
+
+        def settings(base: ModelSettings, values: dict[str, Any], where: str) -> ModelSettings:
+            unknown = set(values) - known
+            if unknown:
+                raise ValueError(f"{where}: unknown model setting(s) {sorted(unknown)}")
+            return replace(base, **values)
+
+        defaults = settings(ModelSettings(), raw.get("defaults") or {}, "llm.defaults")
+        per_model = {
+            model: settings(defaults, values or {}, f"llm.per_model[{model!r}]")
+            for model, values in (raw.get("per_model") or {}).items()
+        }
+        chosen = os.environ.get("RUBRICLAB_CACHE") or cache_dir or raw.get("cache_dir")
+        return cls(
+            cache_dir=Path(chosen) if chosen else DEFAULT_CACHE_DIR,
+            defaults=defaults,
+            per_model=per_model,
+            progress_interval_s=float(raw.get("progress_interval_s", 5.0)),
+        )

@@ -1,0 +1,21 @@
+"""Process-level set-up shared by the workflow scripts and the command line."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def configure_logging(log_path: str | Path | None = None, level: int = logging.INFO) -> None:
+    """Log to stderr (the terminal) and, when given, to the rule's log file."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_path:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_path, mode="w", encoding="utf-8"))
+    logging.basicConfig(level=level, format=LOG_FORMAT, handlers=handlers, force=True)
+    # litellm logs every request at INFO; our progress line already says what matters.
+    for noisy in ("LiteLLM", "litellm", "httpx", "LiteLLM Router", "LiteLLM Proxy"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
