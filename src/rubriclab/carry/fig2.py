@@ -1,0 +1,112 @@
+"""Figure 2 of the carry work: generic checklists of increasing length.
+
+Each panel shows, per checklist length, the percent of correct outputs passed and of
+flawed outputs caught, for the per-check rendering (solid) and the paragraph rendering
+(dashed), with the min..max over runs shaded when there is more than one run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+FIG2_COLUMNS = [
+    "dataset", "rendering", "length", "runs",
+    "n_correct", "n_flawed", "n_undetermined", "correct_passed", "flawed_caught",
+    "correct_passed_min", "correct_passed_max", "flawed_caught_min", "flawed_caught_max",
+]
+DATASET_TITLES = {"summedits": "SummEdits", "ragtruth": "RAGTruth"}
+RENDERING_STYLES = {
+    "per_check": {"linestyle": "-", "marker": "o", "label": "one call per check"},
+    "paragraph": {"linestyle": "--", "marker": "s", "label": "paragraph"},
+}
+RATE_STYLES = {
+    "correct_passed": {"color": "tab:green", "label": "correct outputs passed"},
+    "flawed_caught": {"color": "tab:red", "label": "flawed outputs caught"},
+}
+
+
+def fig2_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The tidy Figure 2 table: every dataset's mean-over-runs rows, in FIG2_COLUMNS order."""
+    if not tables:
+        raise ValueError("fig2_table needs at least one dataset table")
+    frames = [_with_dataset(name, table) for name, table in tables.items()]
+    combined = pd.concat(frames, ignore_index=True)
+    dataset_order = {name: index for index, name in enumerate(tables)}
+    combined = combined.sort_values(
+        ["dataset", "rendering", "length"],
+        key=lambda column: column.map(dataset_order) if column.name == "dataset" else column,
+        kind="stable",
+    )
+    return combined[FIG2_COLUMNS].reset_index(drop=True)
+
+
+def plot_fig2(tables: dict[str, pd.DataFrame], png: Path, pdf: Path, judge_label: str) -> None:
+    """Draw one panel per dataset and save the figure as PNG and PDF."""
+    table = fig2_table(tables)
+    datasets = list(dict.fromkeys(table["dataset"]))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.4), squeeze=False)
+    try:
+        for index, (ax, dataset) in enumerate(zip(axes[0], datasets)):
+            title = f"({chr(ord('a') + index)}) {DATASET_TITLES.get(dataset, dataset)}"
+            _draw_panel(ax, table[table["dataset"] == dataset], title)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False)
+        fig.suptitle(f"Generic checklists of increasing length: {judge_label} judge, "
+                     f"{_runs_phrase(table['runs'])}")
+        fig.tight_layout(rect=(0, 0.12, 1, 1))
+        for path in (Path(png), Path(pdf)):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path, dpi=150)
+    finally:
+        plt.close(fig)
+
+
+def _draw_panel(ax, rows: pd.DataFrame, title: str) -> None:
+    for rendering, rendering_style in RENDERING_STYLES.items():
+        series = rows[rows["rendering"] == rendering].sort_values("length")
+        if series.empty:
+            continue
+        for rate, rate_style in RATE_STYLES.items():
+            ax.plot(
+                series["length"], series[rate],
+                color=rate_style["color"], linestyle=rendering_style["linestyle"],
+                marker=rendering_style["marker"], markersize=4, clip_on=False,
+                label=f"{rate_style['label']} ({rendering_style['label']})",
+            )
+            if series["runs"].max() > 1:
+                ax.fill_between(
+                    series["length"], series[f"{rate}_min"], series[f"{rate}_max"],
+                    color=rate_style["color"], alpha=0.12, linewidth=0,
+                )
+    lengths = sorted(rows["length"].unique())
+    ax.set_xticks(lengths)
+    ax.set_xlabel("number of checks")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("percent of outputs")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+
+
+def _with_dataset(name: str, table: pd.DataFrame) -> pd.DataFrame:
+    if "dataset" not in table.columns:
+        table = table.assign(dataset=name)
+    others = sorted(set(table["dataset"]) - {name})
+    if others:
+        raise ValueError(f"table for {name!r} has rows for other datasets: {others}")
+    missing = [column for column in FIG2_COLUMNS if column not in table.columns]
+    if missing:
+        raise ValueError(f"table for {name!r} is missing column(s) {missing}")
+    return table
+
+
+def _runs_phrase(runs: pd.Series) -> str:
+    low, high = int(runs.min()), int(runs.max())
+    if low == high:
+        return f"mean of {low} run{'s' if low != 1 else ''}"
+    return f"mean of {low}-{high} runs"
