@@ -1,0 +1,1 @@
+"""Dataset acquisition, loading and preparation (SummEdits, RAGTruth)."""

@@ -1,0 +1,133 @@
+"""Get the original dataset files, byte for byte, from their public source or a local mirror.
+
+Files are written to a temporary file in the destination folder and moved into place with
+``os.replace`` only after the checksum is verified, so a destination file is either complete
+and verified or absent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+REGISTRY_PATH = Path(__file__).resolve().parent.parent / "resources" / "datasets.yaml"
+CHUNK_SIZE = 1 << 20
+
+
+class DownloadError(RuntimeError):
+    """A file could not be obtained."""
+
+
+class ChecksumError(DownloadError):
+    """A file was obtained but its sha256 is not the expected one."""
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(CHUNK_SIZE), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fetch(url: str, dest: Path, sha256: str | None, timeout: float = 60) -> Path:
+    """Download ``url`` to ``dest``, verifying its sha256 when one is given."""
+
+    def download_to(handle) -> None:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                shutil.copyfileobj(response, handle, CHUNK_SIZE)
+        except (OSError, http.client.HTTPException) as exc:  # URLError, HTTPError, timeouts
+            if isinstance(exc, urllib.error.HTTPError):
+                exc.close()  # it holds the open connection
+            raise DownloadError(f"could not download {url}: {exc}") from exc
+
+    return _write_verified(dest, download_to, sha256, source=url)
+
+
+def copy_from_mirror(mirror_dir: Path, name: str, dest: Path, sha256: str | None) -> Path:
+    """Copy ``mirror_dir / name`` to ``dest`` byte for byte, verifying its sha256 when given."""
+    source = Path(mirror_dir) / name
+    if not source.is_file():
+        raise DownloadError(f"mirror file not found: {source}")
+
+    def copy_to(handle) -> None:
+        with open(source, "rb") as original:
+            shutil.copyfileobj(original, handle, CHUNK_SIZE)
+
+    return _write_verified(dest, copy_to, sha256, source=str(source))
+
+
+def acquire(spec: dict, dest_dir: Path, mirror_dir: Path | None) -> Path:
+    """Obtain one registry file entry as ``dest_dir / spec["name"]``.
+
+    ``mirror_dir`` is the mirror's folder for this dataset (for example
+    ``../shared/data/summedits``); when given, the file is copied from
+    ``mirror_dir / spec["mirror_name"]`` instead of downloaded from ``spec["url"]``.
+    """
+    dest = Path(dest_dir) / spec["name"]
+    if mirror_dir is None:
+        return fetch(spec["url"], dest, spec.get("sha256"))
+    if not spec.get("mirror_name"):
+        raise DownloadError(
+            f"{spec['name']} has no mirror copy (mirror_name is null in the dataset registry); "
+            f"download it from {spec['url']} or leave it out of the configured files"
+        )
+    return copy_from_mirror(Path(mirror_dir), spec["mirror_name"], dest, spec.get("sha256"))
+
+
+def dataset_files(dataset: str, names: list[str] | None = None) -> list[dict]:
+    """The registry entries of ``dataset``.
+
+    Without ``names``: the entries under ``files`` (those fetched by default). With
+    ``names``: those entries, in the order given, looked up in ``files`` and ``original_files``.
+    """
+    registry = load_registry()
+    if dataset not in registry:
+        raise ValueError(f"unknown dataset {dataset!r}; the registry has {sorted(registry)}")
+    entry = registry[dataset]
+    if names is None:
+        return [dict(spec) for spec in entry["files"]]
+    by_name = {spec["name"]: spec for spec in entry["files"] + entry.get("original_files", [])}
+    unknown = [name for name in names if name not in by_name]
+    if unknown:
+        raise ValueError(f"dataset {dataset!r} has no files named {unknown}; known: {sorted(by_name)}")
+    return [dict(by_name[name]) for name in names]
+
+
+def load_registry(path: Path = REGISTRY_PATH) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def _write_verified(dest: Path, write: Callable, sha256: str | None, source: str) -> Path:
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    temp = Path(temp_name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        _verify_checksum(temp, sha256, source)
+        os.replace(temp, dest)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return dest
+
+
+def _verify_checksum(path: Path, expected: str | None, source: str) -> None:
+    if expected is None:
+        return
+    actual = sha256_of(path)
+    if actual != expected.lower():
+        raise ChecksumError(f"checksum mismatch for {source}: expected sha256 {expected}, got {actual}")
