@@ -19,3 +19,10 @@ def configure_logging(log_path: str | Path | None = None, level: int = logging.I
     # litellm logs every request at INFO; our progress line already says what matters.
     for noisy in ("LiteLLM", "litellm", "httpx", "LiteLLM Router", "LiteLLM Proxy"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    sys.excepthook = _log_uncaught
+
+
+def _log_uncaught(exc_type: type[BaseException], exc: BaseException, tb: object) -> None:
+    """Uncaught errors go to the rule's log as well as the terminal."""
+    logging.getLogger("rubriclab").critical("%s: %s", exc_type.__name__, exc,
+                                            exc_info=(exc_type, exc, tb))

@@ -106,6 +106,11 @@ class SQLiteCache:
             ),
         )
 
+    def counts_by_model(self) -> list[tuple[str, int]]:
+        return self._db.execute(
+            "SELECT model, COUNT(*) FROM answers GROUP BY model ORDER BY model"
+        ).fetchall()
+
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
 

@@ -1,0 +1,44 @@
+# Two commands on a fresh machine with Python 3.11: `make reproduce` and `make test`.
+# Both create .venv and install the project first (once; reinstalled when pyproject.toml changes).
+
+PYTHON ?= python3.11
+VENV ?= .venv
+CORES ?= $(shell nproc 2>/dev/null || echo 2)
+# llama-cpp-python is compiled from source once, for a portable x86-64 (AVX2) target rather
+# than -march=native, and kept as a wheel outside the clone so later installs take seconds.
+LLAMA_CPP_VERSION ?= 0.3.36
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+WHEELHOUSE ?= $(HOME)/.cache/rubriclab/wheels/llama-cpp-python-$(LLAMA_CPP_VERSION)-avx2
+STAMP := $(VENV)/.installed
+
+.PHONY: reproduce test report dry-run-paper install clean-outputs
+
+reproduce: $(STAMP)
+	$(VENV)/bin/snakemake --cores $(CORES)
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest
+
+report: $(STAMP)
+	$(VENV)/bin/snakemake --report report.html
+
+dry-run-paper: $(STAMP)
+	$(VENV)/bin/snakemake -n --configfile config/paper.yaml
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	if ! ls $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1; then \
+		mkdir -p $(WHEELHOUSE) && \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$(CORES) \
+		$(VENV)/bin/python -m pip wheel --no-deps --no-cache-dir -w $(WHEELHOUSE) \
+			llama-cpp-python==$(LLAMA_CPP_VERSION); \
+	fi
+	$(VENV)/bin/python -m pip install --quiet --find-links $(WHEELHOUSE) -e '.[local,test]'
+	touch $(STAMP)
+
+# Outputs only: the model-call cache (.cache/) is kept, so paid calls are never lost.
+clean-outputs:
+	rm -rf results figures logs report.html

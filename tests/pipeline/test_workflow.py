@@ -1,0 +1,198 @@
+"""The Snakemake pipeline end to end, with a deterministic fake judge and the shared data copies."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from rubriclab.llm.cache import SQLiteCache
+from rubriclab.llm.fake import call_digest
+
+pytestmark = pytest.mark.pipeline
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_config(workdir: Path, judge: str, n: int = 3, **llm) -> Path:
+    config = {
+        "data_mirror": str((REPO / ".." / "shared" / "data").resolve()),
+        "cache_dir": str(workdir / "cache"),
+        "models": {"judge": judge},
+        "llm": {"per_model": {judge: {"concurrency": 1, "backoff_s": 0.0, **llm}},
+                "progress_interval_s": 0.5},
+        "datasets": {
+            name: {"evaluation": {"correct": n, "flawed": n},
+                   "calibration": {"correct": 2, "flawed": 2},
+                   "max_task_chars": 2000, "seed": 0}
+            for name in ("summedits", "ragtruth")
+        },
+        "carry": {"fig2": {"runs": 2, "lengths": [3, 5, 10]}},
+    }
+    path = workdir / "test_config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def snakemake_cmd(workdir: Path, config: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+            "--cores", "2", "--configfile", str(REPO / "config" / "config.yaml"), str(config),
+            *extra]
+
+
+def run(workdir: Path, config: Path, *extra: str, env: dict | None = None, check: bool = True):
+    result = subprocess.run(snakemake_cmd(workdir, config, *extra), capture_output=True,
+                            text=True, env={**os.environ, **(env or {})}, timeout=600)
+    if check and result.returncode != 0:
+        pytest.fail(f"snakemake failed ({result.returncode}):\n{result.stderr[-4000:]}")
+    return result
+
+
+def ledger_rows(workdir: Path) -> list[dict]:
+    rows = []
+    for path in sorted((workdir / "results" / "ledger").glob("*.jsonl")):
+        rows += [json.loads(line) for line in path.read_text().splitlines()]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("pipeline")
+    config = write_config(workdir, "fake/hash")
+    run(workdir, config)
+    return workdir, config
+
+
+def test_figure_table_matches_the_verdicts_it_was_computed_from(finished_run):
+    workdir, _ = finished_run
+    table = pd.read_csv(workdir / "figures/carry/fig2_checklist_length.csv")
+    assert set(table.dataset) == {"summedits", "ragtruth"}
+    assert set(table.length) == {3, 5, 10} and set(table.rendering) == {"per_check", "paragraph"}
+    assert (table.runs == 2).all()
+    verdicts = pd.read_csv(workdir / "results/carry/fig2/summedits/verdicts.csv",
+                           keep_default_na=False)
+    # 3 correct + 3 flawed items, 2 runs, 10 per-check calls and 3 paragraph calls each.
+    assert len(verdicts) == 6 * 2 * (10 + 3)
+    per_check = verdicts[(verdicts.rendering == "per_check") & (verdicts.length <= 5)]
+    failed = per_check.groupby(["item_id", "run", "label"]).verdict.apply(lambda v: (v == "no").any())
+    caught = failed.xs("flawed", level="label").mean() * 100
+    row = table[(table.dataset == "summedits") & (table.rendering == "per_check") & (table.length == 5)]
+    assert row.flawed_caught.item() == pytest.approx(caught)
+    assert (workdir / "figures/carry/fig2_checklist_length.png").read_bytes()[:4] == b"\x89PNG"
+    assert (workdir / "figures/carry/fig2_checklist_length.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_manifest_counts_the_prepared_split_and_what_was_left_out(finished_run):
+    workdir, _ = finished_run
+    manifest = json.loads((workdir / "data/prepared/ragtruth_manifest.json").read_text())
+    assert manifest["counts"]["evaluation"] == {"correct": 3, "flawed": 3}
+    left_out = pd.read_csv(workdir / "data/prepared/ragtruth_left_out.csv")
+    assert manifest["input_rows"] == manifest["prepared_rows"] + len(left_out) == 2617
+    assert sum(manifest["left_out"].values()) == len(left_out)
+
+
+def test_rerun_after_deleting_outputs_makes_no_model_call(finished_run):
+    workdir, config = finished_run
+    first = ledger_rows(workdir)
+    assert first and not any(r["cached"] for r in first)
+    for folder in ("results", "figures"):
+        subprocess.run(["rm", "-rf", str(workdir / folder)], check=True)
+    run(workdir, config)
+    second = ledger_rows(workdir)
+    assert len(second) == len(first) and all(r["cached"] for r in second)
+    report = (workdir / "figures/cost_report.md").read_text()
+    total = len(first)
+    assert f"| **total** | | {total} | {total} | 0 |" in report
+
+
+def test_swapping_the_judge_reruns_the_judge_and_everything_after_it(finished_run):
+    workdir, config = finished_run
+    plan = run(workdir, config, "-n", "--config", "models={'judge': 'fake/yes'}").stdout
+    assert "carry_fig2_judge" in plan and "carry_fig2_plot" in plan
+    assert "prepare_dataset" not in plan and "fetch_raw" not in plan
+
+
+def test_missing_api_key_stops_the_judge_naming_the_variable(finished_run):
+    workdir, config = finished_run
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    result = subprocess.run(
+        snakemake_cmd(workdir, config, "--config",
+                      "models={'judge': 'anthropic/claude-sonnet-4-5-20250929'}",
+                      "--", "results/carry/fig2/summedits/verdicts.csv"),
+        capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode != 0
+    log = (workdir / "logs/carry_fig2_judge/summedits.log").read_text()
+    assert "ANTHROPIC_API_KEY" in log
+    assert not any(r["model"].startswith("anthropic/") for r in ledger_rows(workdir))
+
+
+def test_paper_config_plans_without_calling_any_model(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
+         "-n", "--configfile", str(REPO / "config" / "paper.yaml")],
+        capture_output=True, text=True, timeout=300,
+        env={k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "carry_fig2_judge" in result.stdout and "This was a dry-run" in result.stdout
+    assert not (tmp_path / "results").exists() and not (tmp_path / ".cache").exists()
+
+
+def test_a_config_that_breaks_the_schema_fails_naming_the_key(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
+         "-n", "--configfile", str(REPO / "config" / "config.yaml"),
+         "--config", "carry={'fig2': {'runs': 'two'}}"],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert "config key 'carry.fig2.runs'" in result.stderr + result.stdout
+
+
+def test_sigkill_mid_judging_loses_no_finished_call(tmp_path):
+    """Kill the whole run while it judges, rerun: no answer stored before the kill is asked
+    again, and the final table equals that of an uninterrupted run."""
+    judge = "fake/hash?delay_s=0.02"
+    killed, clean = tmp_path / "killed", tmp_path / "clean"
+    killed.mkdir(), clean.mkdir()
+    calls = tmp_path / "calls.log"
+    config = write_config(killed, judge, n=4)
+    env = {**os.environ, "RUBRICLAB_FAKE_CALL_LOG": str(calls)}
+    proc = subprocess.Popen(snakemake_cmd(killed, config), env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if calls.exists() and len(calls.read_text().split()) >= 40:
+            break
+        if proc.poll() is not None:
+            pytest.fail("the run ended before it could be interrupted")
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    with SQLiteCache(killed / "cache" / "llm_cache.sqlite") as cache:
+        stored = {
+            call_digest(
+                [{"role": m["role"], "content": m["content"]} for m in json.loads(r[0])["messages"]],
+                json.loads(r[0])["sample_index"],
+            )
+            for r in cache._db.execute("SELECT request_json FROM answers")
+        }
+    total_calls = 2 * 8 * 2 * (10 + 3)
+    assert 0 < len(stored) < total_calls, "the kill did not land mid-judging"
+    before = len(calls.read_text().split())
+
+    run(killed, config, "--unlock")
+    run(killed, config, env={"RUBRICLAB_FAKE_CALL_LOG": str(calls)})
+    after_kill = calls.read_text().split()[before:]
+    assert not stored & set(after_kill), "an answer stored before the kill was asked again"
+    assert len(stored) + len(after_kill) >= total_calls
+
+    run(clean, write_config(clean, judge, n=4))
+    resumed = pd.read_csv(killed / "figures/carry/fig2_checklist_length.csv")
+    uninterrupted = pd.read_csv(clean / "figures/carry/fig2_checklist_length.csv")
+    pd.testing.assert_frame_equal(resumed, uninterrupted)

@@ -1,0 +1,74 @@
+import copy
+
+import pytest
+
+from rubriclab.config import ConfigError, apply_env_overrides, load_yaml, validate_config
+from rubriclab.llm import LLMConfig
+
+
+@pytest.fixture
+def schema(repo):
+    return load_yaml(repo / "workflow/schemas/config.schema.yaml")
+
+
+@pytest.fixture
+def embedded(repo):
+    return load_yaml(repo / "config/config.yaml")
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "paper.yaml"])
+def test_shipped_configs_validate_and_their_llm_blocks_load(repo, schema, name):
+    config = validate_config(load_yaml(repo / "config" / name), schema)
+    llm = LLMConfig.from_dict(config["llm"], cache_dir=config["cache_dir"])
+    assert llm.settings_for(config["models"]["judge"]).concurrency >= 1
+
+
+def test_defaults_are_filled_in(schema, embedded):
+    del embedded["carry"]["fig2"]["runs"]
+    del embedded["llm"]["progress_interval_s"]
+    config = validate_config(embedded, schema)
+    assert config["carry"]["fig2"]["runs"] == 2
+    assert config["llm"]["progress_interval_s"] == 5
+
+
+@pytest.mark.parametrize("path, value, named", [
+    (("carry", "fig2", "runs"), "two", "carry.fig2.runs"),
+    (("carry", "fig2", "lengths"), [3, 11], "carry.fig2.lengths[1]"),
+    (("datasets", "summedits", "evaluation", "correct"), -1, "datasets.summedits.evaluation.correct"),
+    (("llm", "per_model", "local/default", "concurrency"), 0,
+     "llm.per_model.local/default.concurrency"),
+    (("models", "judge"), 42, "models.judge"),
+])
+def test_a_bad_value_is_named_by_its_key(schema, embedded, path, value, named):
+    broken = copy.deepcopy(embedded)
+    target = broken
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+    with pytest.raises(ConfigError) as error:
+        validate_config(broken, schema)
+    assert f"config key '{named}'" in str(error.value)
+
+
+def test_an_unknown_key_is_named(schema, embedded):
+    embedded["carry"]["fig2"]["runz"] = 3
+    with pytest.raises(ConfigError, match=r"config key 'carry.fig2'.*'runz' was unexpected"):
+        validate_config(embedded, schema)
+
+
+def test_a_missing_required_key_is_named(schema, embedded):
+    del embedded["models"]["judge"]
+    with pytest.raises(ConfigError, match=r"config key 'models': 'judge' is a required property"):
+        validate_config(embedded, schema)
+
+
+def test_data_mirror_comes_from_the_environment_only_when_config_leaves_it_unset():
+    env = {"RUBRICLAB_DATA_MIRROR": "/mirror"}
+    assert apply_env_overrides({"data_mirror": None}, env)["data_mirror"] == "/mirror"
+    assert apply_env_overrides({"data_mirror": "/mine"}, env)["data_mirror"] == "/mine"
+    assert apply_env_overrides({"data_mirror": None}, {})["data_mirror"] is None
+
+
+def test_unknown_model_setting_in_llm_block_is_named():
+    with pytest.raises(ValueError, match=r"llm.per_model\['x/y'\]: unknown model setting"):
+        LLMConfig.from_dict({"per_model": {"x/y": {"concurency": 2}}})

@@ -1,0 +1,48 @@
+# Configuration: environment overrides, schema validation with defaults, and helpers shared by
+# every rule file. Secrets never appear here: API keys are read from the environment in src/.
+import os
+
+from rubriclab.config import apply_env_overrides, load_yaml, validate_config
+from rubriclab.data.download import dataset_files
+
+
+_schema = load_yaml(workflow.source_path("../schemas/config.schema.yaml"))
+_validated = validate_config(apply_env_overrides(config), _schema)
+config.clear()
+config.update(_validated)
+
+DATASETS = ["summedits", "ragtruth"]
+JUDGE = config["models"]["judge"]
+
+# API keys are deliberately not declared as `envvars:`: a run served entirely from the cache
+# (for example from an imported cache file) needs no key. The model layer checks the key of each
+# model it is about to call, before its first call, and names the missing variable.
+
+
+def raw_files(dataset):
+    names = config["datasets"][dataset]["files"]
+    return [spec["name"] for spec in dataset_files(dataset, names)]
+
+
+def model_resources(model):
+    """The embedded model is one slot per machine; API models draw on a global call budget."""
+    if model.startswith("local/"):
+        return {"local_llm": 1, "api_calls": 0}
+    if model.startswith("fake/"):
+        return {"local_llm": 0, "api_calls": 0}
+    settings = {**config["llm"]["defaults"], **config["llm"]["per_model"].get(model, {})}
+    return {"local_llm": 0, "api_calls": settings.get("concurrency", 4)}
+
+
+def ledger_files():
+    return expand(
+        "results/ledger/carry_fig2_judge-{dataset}.jsonl", dataset=config["carry"]["fig2"]["datasets"]
+    )
+
+
+def all_targets():
+    return [
+        *expand("data/prepared/{dataset}.csv", dataset=DATASETS),
+        *expand("figures/carry/fig2_checklist_length.{ext}", ext=["png", "pdf", "csv"]),
+        "figures/cost_report.md",
+    ]

@@ -1,0 +1,58 @@
+# Plots read tidy tables; compute and plotting are separate rules.
+
+
+rule carry_fig2_rates:
+    input:
+        verdicts="results/carry/fig2/{dataset}/verdicts.csv",
+    output:
+        by_run="results/carry/fig2/{dataset}/rates_by_run.csv",
+        mean="results/carry/fig2/{dataset}/rates_mean.csv",
+    params:
+        lengths=config["carry"]["fig2"]["lengths"],
+    log:
+        "logs/carry_fig2_rates/{dataset}.log",
+    wildcard_constraints:
+        dataset="|".join(DATASETS),
+    script:
+        "../scripts/carry_fig2_rates.py"
+
+
+rule carry_fig2_plot:
+    input:
+        expand("results/carry/fig2/{dataset}/rates_mean.csv", dataset=config["carry"]["fig2"]["datasets"]),
+    output:
+        png=report(
+            "figures/carry/fig2_checklist_length.png",
+            caption="../report/fig2_checklist_length.rst",
+            category="carry",
+            subcategory="Figure 2",
+        ),
+        pdf="figures/carry/fig2_checklist_length.pdf",
+        csv=report(
+            "figures/carry/fig2_checklist_length.csv",
+            caption="../report/fig2_checklist_length_csv.rst",
+            category="carry",
+            subcategory="Figure 2",
+        ),
+    params:
+        datasets=config["carry"]["fig2"]["datasets"],
+        judge=JUDGE,
+    log:
+        "logs/carry_fig2_plot.log",
+    script:
+        "../scripts/carry_fig2_plot.py"
+
+
+rule cost_report:
+    input:
+        ledger_files(),
+    output:
+        report(
+            "figures/cost_report.md",
+            caption="../report/cost_report.rst",
+            category="accounting",
+        ),
+    log:
+        "logs/cost_report.log",
+    script:
+        "../scripts/cost_report.py"

@@ -1,0 +1,27 @@
+# Judge calls. Everything that changes an answer is a param, so swapping the judge in config
+# reruns exactly these jobs; settings that cannot change an answer (timeouts, retries) are not.
+
+
+rule carry_fig2_judge:
+    input:
+        table="data/prepared/{dataset}.csv",
+        checklist="results/carry/rubrics/generic/{dataset}.json",
+    output:
+        verdicts="results/carry/fig2/{dataset}/verdicts.csv",
+        ledger="results/ledger/carry_fig2_judge-{dataset}.jsonl",
+    params:
+        judge=JUDGE,
+        runs=config["carry"]["fig2"]["runs"],
+        lengths=config["carry"]["fig2"]["lengths"],
+        temperature=config["carry"]["fig2"]["temperature"],
+        max_tokens=config["carry"]["fig2"]["max_tokens"],
+    resources:
+        **model_resources(JUDGE),
+    log:
+        "logs/carry_fig2_judge/{dataset}.log",
+    benchmark:
+        "results/benchmarks/carry_fig2_judge/{dataset}.tsv"
+    wildcard_constraints:
+        dataset="|".join(DATASETS),
+    script:
+        "../scripts/carry_fig2_judge.py"

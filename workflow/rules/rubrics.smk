@@ -1,0 +1,12 @@
+# Rubrics as data: every check with its id, text and origin.
+
+
+rule generic_checklist:
+    output:
+        "results/carry/rubrics/generic/{dataset}.json",
+    log:
+        "logs/generic_checklist/{dataset}.log",
+    wildcard_constraints:
+        dataset="|".join(DATASETS),
+    script:
+        "../scripts/generic_checklist.py"
