@@ -196,3 +196,12 @@ def test_sigkill_mid_judging_loses_no_finished_call(tmp_path):
     resumed = pd.read_csv(killed / "figures/carry/fig2_checklist_length.csv")
     uninterrupted = pd.read_csv(clean / "figures/carry/fig2_checklist_length.csv")
     pd.testing.assert_frame_equal(resumed, uninterrupted)
+
+
+def test_report_builds_offline_with_the_figure_and_its_caption(finished_run):
+    workdir, config = finished_run
+    run(workdir, config, "--report", str(workdir / "report.html"))
+    html = (workdir / "report.html").read_text()
+    assert "fig2_checklist_length.png" in html
+    assert "judged by <tt class=\\\"docutils literal\\\">fake/hash</tt>" in html
+    assert "all-must-pass aggregation, mean of 2 run(s)" in html
