@@ -1,7 +1,8 @@
 # Configuration: environment overrides, schema validation with defaults, and helpers shared by
 # every rule file. Secrets never appear here: API keys are read from the environment in src/.
-import os
+from importlib.resources import files
 
+from rubriclab.carry.prompts import template_fingerprint as judge_prompt_fingerprint
 from rubriclab.config import apply_env_overrides, load_yaml, validate_config
 from rubriclab.data.download import dataset_files
 
@@ -13,6 +14,8 @@ config.update(_validated)
 
 DATASETS = ["summedits", "ragtruth"]
 JUDGE = config["models"]["judge"]
+# The generic checklists ship with the package; as an input, an edit to them reruns what follows.
+GENERIC_CHECKLISTS = str(files("rubriclab") / "resources" / "checklists" / "generic.yaml")
 
 # API keys are deliberately not declared as `envvars:`: a run served entirely from the cache
 # (for example from an imported cache file) needs no key. The model layer checks the key of each

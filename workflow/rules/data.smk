@@ -2,11 +2,11 @@
 # tables with calibration and evaluation splits and a manifest of what was left out and why.
 
 
+# Where a file comes from (its public URL or a mirror) is not a param: the bytes are verified
+# against the same sha256 either way, so switching sources reruns nothing.
 rule fetch_raw:
     output:
         "data/raw/{dataset}/{filename}",
-    params:
-        mirror=lambda wc: config["data_mirror"],
     log:
         "logs/fetch_raw/{dataset}/{filename}.log",
     wildcard_constraints:

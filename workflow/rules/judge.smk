@@ -15,6 +15,7 @@ rule carry_fig2_judge:
         lengths=config["carry"]["fig2"]["lengths"],
         temperature=config["carry"]["fig2"]["temperature"],
         max_tokens=config["carry"]["fig2"]["max_tokens"],
+        prompt_template=judge_prompt_fingerprint(),
     resources:
         **model_resources(JUDGE),
     log:

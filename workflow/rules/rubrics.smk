@@ -2,6 +2,8 @@
 
 
 rule generic_checklist:
+    input:
+        GENERIC_CHECKLISTS,
     output:
         "results/carry/rubrics/generic/{dataset}.json",
     log:

@@ -1,13 +1,15 @@
 """Judge prompts for one check at a time and for the paragraph rendering.
 
 The embedded llama.cpp judge reuses the key-value cache of the longest common prompt
-prefix between consecutive calls, so every prompt about one item starts with the same
-system message and the same user-message prefix (instructions, task, output). Only the
-requirement text and the closing question differ, and they come last.
+prefix between consecutive calls, and every new token costs time on a CPU. So every prompt
+about one item is the same system message and the same user-message prefix (task, output,
+question, answer instruction); only the requirement text differs, and it comes last.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 
 from rubriclab.carry.checklists import Check, Checklist
@@ -20,8 +22,7 @@ SYSTEM_PROMPT = (
     "against the input and the requirement as written."
 )
 
-PER_CHECK_QUESTION = "Does the output meet this requirement?"
-PARAGRAPH_QUESTION = "Does the output meet everything this requirement asks for?"
+QUESTION = "Does the output meet everything the requirement below asks for?"
 
 # "The summary is ..." -> subject noun "summary", predicate "is ...".
 _SUBJECT_SENTENCE = re.compile(r"^the (\w+) (.+?)[.!?]?$", re.IGNORECASE)
@@ -33,6 +34,7 @@ def judge_prefix(task: str, output: str, task_description: str) -> str:
         f"Input:\n{task}\n\n"
         f"The output below is {task_description}.\n\n"
         f"Output:\n{output}\n\n"
+        f"{QUESTION} {ANSWER_INSTRUCTION}\n\n"
         "Requirement:\n"
     )
 
@@ -41,13 +43,13 @@ def per_check_messages(
     task: str, output: str, check: Check, task_description: str
 ) -> list[dict]:
     """Chat messages asking whether `output` meets the single `check`."""
-    return _messages(judge_prefix(task, output, task_description), check.text, PER_CHECK_QUESTION)
+    return _messages(judge_prefix(task, output, task_description), check.text)
 
 
 def paragraph_messages(task: str, output: str, checklist: Checklist) -> list[dict]:
     """Chat messages asking whether `output` meets all checks, read as one paragraph."""
     prefix = judge_prefix(task, output, checklist.task_description)
-    return _messages(prefix, render_paragraph(checklist), PARAGRAPH_QUESTION)
+    return _messages(prefix, render_paragraph(checklist))
 
 
 def render_paragraph(checklist: Checklist) -> str:
@@ -73,10 +75,10 @@ def render_paragraph(checklist: Checklist) -> str:
     return " ".join(["A good output meets all of the following requirements.", *sentences])
 
 
-def _messages(prefix: str, requirement: str, question: str) -> list[dict]:
+def _messages(prefix: str, requirement: str) -> list[dict]:
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"{prefix}{requirement}\n\n{question} {ANSWER_INSTRUCTION}"},
+        {"role": "user", "content": f"{prefix}{requirement}"},
     ]
 
 
@@ -88,3 +90,18 @@ def _also_sentence(predicate: str) -> str:
 
 def _as_sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else f"{text}."
+
+
+def template_fingerprint() -> str:
+    """sha256 of the judge prompts as rendered for placeholder content.
+
+    A rule that judges declares it as a param, so editing any prompt text here reruns exactly
+    the judging jobs (Snakemake does not see changes inside imported modules otherwise).
+    """
+    check = Check(id="c1", text="The output is <CHECK>.", origin="placeholder")
+    checklist = Checklist(name="placeholder", checks=(check,), task_description="<DESCRIPTION>")
+    rendered = json.dumps([
+        per_check_messages("<TASK>", "<OUTPUT>", check, "<DESCRIPTION>"),
+        paragraph_messages("<TASK>", "<OUTPUT>", checklist),
+    ])
+    return hashlib.sha256(rendered.encode("utf-8")).hexdigest()[:16]

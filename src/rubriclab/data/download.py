@@ -7,7 +7,6 @@ and verified or absent.
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import os
 import shutil
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from rubriclab.files import sha256_of
+
 REGISTRY_PATH = Path(__file__).resolve().parent.parent / "resources" / "datasets.yaml"
 CHUNK_SIZE = 1 << 20
 
@@ -29,14 +30,6 @@ class DownloadError(RuntimeError):
 
 class ChecksumError(DownloadError):
     """A file was obtained but its sha256 is not the expected one."""
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(CHUNK_SIZE), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def fetch(url: str, dest: Path, sha256: str | None, timeout: float = 60) -> Path:
@@ -73,9 +66,15 @@ def acquire(spec: dict, dest_dir: Path, mirror_dir: Path | None) -> Path:
     ``mirror_dir`` is the mirror's folder for this dataset (for example
     ``../shared/data/summedits``); when given, the file is copied from
     ``mirror_dir / spec["mirror_name"]`` instead of downloaded from ``spec["url"]``.
+    An entry with ``url`` null exists only in a mirror: without one it raises DownloadError.
     """
     dest = Path(dest_dir) / spec["name"]
     if mirror_dir is None:
+        if not spec.get("url"):
+            raise DownloadError(
+                f"{spec['name']} has no public URL: only available from a data mirror "
+                f"(set data_mirror in the config, or leave it out of the configured files)"
+            )
         return fetch(spec["url"], dest, spec.get("sha256"))
     if not spec.get("mirror_name"):
         raise DownloadError(

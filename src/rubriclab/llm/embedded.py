@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from rubriclab.files import sha256_of
+
 DEFAULT_MODEL_NAME = "default"
 DEFAULT_GGUF_FILENAME = "qwen2.5-coder-0.5b-instruct-q4.gguf"
 DEFAULT_GGUF_SIZE = 491_400_064
@@ -28,14 +30,6 @@ class EmbeddedModelError(RuntimeError):
 class VerifiedGGUF:
     path: Path
     sha256: str
-
-
-def sha256_of_file(path: Path, chunk_size: int = 8 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(chunk_size):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def chunk_paths() -> list[Path]:
@@ -93,7 +87,7 @@ def ensure_default_gguf(models_dir: Path) -> VerifiedGGUF:
         signature = f"{DEFAULT_GGUF_SHA256} {stat.st_size} {stat.st_mtime_ns}"
         if stamp.is_file() and stamp.read_text().strip() == signature:
             return VerifiedGGUF(dest, DEFAULT_GGUF_SHA256)
-        if stat.st_size == DEFAULT_GGUF_SIZE and sha256_of_file(dest) == DEFAULT_GGUF_SHA256:
+        if stat.st_size == DEFAULT_GGUF_SIZE and sha256_of(dest) == DEFAULT_GGUF_SHA256:
             stamp.write_text(signature + "\n")
             return VerifiedGGUF(dest, DEFAULT_GGUF_SHA256)
     assemble_gguf(chunk_paths(), dest, DEFAULT_GGUF_SIZE, DEFAULT_GGUF_SHA256)
@@ -115,4 +109,4 @@ def resolve_local_model(model: str, models_dir: Path) -> VerifiedGGUF:
             f"model {model!r}: no GGUF file at {path.resolve()} (use 'local/default' for the "
             "embedded model or 'local/<path to a .gguf file>')"
         )
-    return VerifiedGGUF(path, sha256_of_file(path))
+    return VerifiedGGUF(path, sha256_of(path))
