@@ -116,7 +116,7 @@ def test_registry_lists_the_originals_and_the_mirror_only_helpers():
     assert specs["hard.jsonl"]["url"] == base + "hard_2025-05-08-21-00-10.jsonl"
     assert specs["consensus.jsonl"]["url"] == base + "consensus_2025-05-09-20-00-46.jsonl"
     assert [specs[n]["mirror_name"] for n in ("oss_eval.jsonl", "hard.jsonl", "consensus.jsonl")] == [
-        "oss_eval_items.jsonl", None, "consensus_items.jsonl"]
+        "oss_eval_items.jsonl", "hard_prompt_ids_known.json", "consensus_items.jsonl"]
     for name in ("hard_prompt_ids_known.json", "oss_eval_items_meta.jsonl", "srh_subset_partial.jsonl"):
         assert specs[name]["url"] is None and specs[name]["mirror_name"] == name
     assert all(spec["sha256"] is None for spec in specs.values())
@@ -130,8 +130,11 @@ def test_acquire_copies_from_the_mirror_and_refuses_what_it_lacks(tmp_path):
     copied = acquire(specs["hard_prompt_ids_known.json"], tmp_path / "raw", HEALTHBENCH)
     assert copied == tmp_path / "raw" / "hard_prompt_ids_known.json"
     assert copied.read_bytes() == mirror_file("hard_prompt_ids_known.json").read_bytes()
-    with pytest.raises(DownloadError, match="hard.jsonl has no mirror copy"):
-        acquire(specs["hard.jsonl"], tmp_path / "raw", HEALTHBENCH)
+    # The mirror stands in for hard.jsonl with the known Hard ids, under the original name.
+    hard = acquire(specs["hard.jsonl"], tmp_path / "raw", HEALTHBENCH)
+    assert hard.name == "hard.jsonl" and len(load_hard_ids(hard)) == 903
+    with pytest.raises(DownloadError, match="no mirror copy"):
+        acquire({**specs["hard.jsonl"], "mirror_name": None}, tmp_path / "raw", HEALTHBENCH)
 
 
 def test_acquire_without_url_or_mirror_names_the_file(tmp_path):

@@ -12,7 +12,8 @@ _validated = validate_config(apply_env_overrides(config), _schema)
 config.clear()
 config.update(_validated)
 
-DATASETS = ["summedits", "ragtruth"]
+DATASETS = ["summedits", "ragtruth"]  # human-labelled: items with correct / flawed labels
+RAW_DATASETS = DATASETS + ["healthbench"]
 JUDGE = config["models"]["judge"]
 # The generic checklists ship with the package; as an input, an edit to them reruns what follows.
 GENERIC_CHECKLISTS = str(files("rubriclab") / "resources" / "checklists" / "generic.yaml")
@@ -25,6 +26,15 @@ GENERIC_CHECKLISTS = str(files("rubriclab") / "resources" / "checklists" / "gene
 def raw_files(dataset):
     names = config["datasets"][dataset]["files"]
     return [spec["name"] for spec in dataset_files(dataset, names)]
+
+
+def healthbench_files(role):
+    """Raw HealthBench files by role. Top-up files are read only under the top_up policy, and
+    only from a mirror, the one place they exist (see the schema)."""
+    settings = config["datasets"]["healthbench"]
+    if role == "top_up_files" and (settings["short_theme"] != "top_up" or not config["data_mirror"]):
+        return []
+    return [f"data/raw/healthbench/{name}" for name in settings[role]]
 
 
 def model_resources(model):
@@ -45,7 +55,7 @@ def ledger_files():
 
 def all_targets():
     return [
-        *expand("data/prepared/{dataset}.csv", dataset=DATASETS),
+        *expand("data/prepared/{dataset}.csv", dataset=DATASETS + ["healthbench"]),
         *expand("figures/carry/fig2_checklist_length.{ext}", ext=["png", "pdf", "csv"]),
         "figures/cost_report.md",
     ]

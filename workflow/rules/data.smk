@@ -10,7 +10,7 @@ rule fetch_raw:
     log:
         "logs/fetch_raw/{dataset}/{filename}.log",
     wildcard_constraints:
-        dataset="|".join(DATASETS),
+        dataset="|".join(RAW_DATASETS),
     script:
         "../scripts/fetch_raw.py"
 
@@ -30,3 +30,20 @@ rule prepare_dataset:
         dataset="|".join(DATASETS),
     script:
         "../scripts/prepare_dataset.py"
+
+
+rule prepare_healthbench:
+    input:
+        item_files=healthbench_files("item_files"),
+        hard=healthbench_files("hard_files"),
+        top_up=healthbench_files("top_up_files"),
+    output:
+        table="data/prepared/healthbench.csv",
+        left_out="data/prepared/healthbench_left_out.csv",
+        manifest="data/prepared/healthbench_manifest.json",
+    params:
+        settings={k: v for k, v in config["datasets"]["healthbench"].items() if not k.endswith("_files")},
+    log:
+        "logs/prepare_healthbench.log",
+    script:
+        "../scripts/prepare_healthbench.py"
