@@ -8,6 +8,7 @@ configfile: "config/config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/recon.smk"
 include: "workflow/rules/rubrics.smk"
 include: "workflow/rules/judge.smk"
 include: "workflow/rules/figures.smk"

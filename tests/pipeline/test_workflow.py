@@ -205,3 +205,15 @@ def test_report_builds_offline_with_the_figure_and_its_caption(finished_run):
     assert "fig2_checklist_length.png" in html
     assert "judged by <tt class=\\\"docutils literal\\\">fake/hash</tt>" in html
     assert "all-must-pass aggregation, mean of 2 run(s)" in html
+
+
+def test_data_summary_tabulates_every_prepared_dataset(finished_run):
+    workdir, _ = finished_run
+    summary = (workdir / "figures/data_summary.md").read_text()
+    for name in ("summedits", "ragtruth", "healthbench", "recon72", "recon108"):
+        assert f"## {name}\n" in summary
+    recon72 = summary.split("## recon72")[1].split("## recon108")[0]
+    assert "| total       |        24 |       48 |      72 |" in recon72
+    healthbench = summary.split("## healthbench")[1].split("## recon72")[0]
+    assert healthbench.count("|            5 |") == 7  # 5 per theme, 7 themes
+    assert "in HealthBench-Hard" in healthbench

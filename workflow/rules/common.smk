@@ -5,6 +5,7 @@ from importlib.resources import files
 from rubriclab.carry.prompts import template_fingerprint as judge_prompt_fingerprint
 from rubriclab.config import apply_env_overrides, load_yaml, validate_config
 from rubriclab.data.download import dataset_files
+from rubriclab.files import tree_fingerprint
 
 
 _schema = load_yaml(workflow.source_path("../schemas/config.schema.yaml"))
@@ -37,6 +38,11 @@ def healthbench_files(role):
     return [f"data/raw/healthbench/{name}" for name in settings[role]]
 
 
+def recon_generator_fingerprint():
+    package = files("rubriclab")
+    return tree_fingerprint(package / "recon", package / "resources" / "recon")
+
+
 def model_resources(model):
     """The embedded model is one slot per machine; API models draw on a global call budget."""
     if model.startswith("local/"):
@@ -57,5 +63,6 @@ def all_targets():
     return [
         *expand("data/prepared/{dataset}.csv", dataset=DATASETS + ["healthbench"]),
         *expand("figures/carry/fig2_checklist_length.{ext}", ext=["png", "pdf", "csv"]),
+        "figures/data_summary.md",
         "figures/cost_report.md",
     ]

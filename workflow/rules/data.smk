@@ -47,3 +47,21 @@ rule prepare_healthbench:
         "logs/prepare_healthbench.log",
     script:
         "../scripts/prepare_healthbench.py"
+
+
+rule data_summary:
+    input:
+        **{f"{name}_table": f"data/prepared/{name}.csv" for name in DATASETS + ["healthbench"]},
+        **{f"{name}_left_out": f"data/prepared/{name}_left_out.csv" for name in DATASETS + ["healthbench"]},
+        recon72="data/prepared/recon/reports_recon72.csv",
+        recon108="data/prepared/recon/reports_recon108.csv",
+    output:
+        report(
+            "figures/data_summary.md",
+            caption="../report/data_summary.rst",
+            category="data",
+        ),
+    log:
+        "logs/data_summary.log",
+    script:
+        "../scripts/data_summary.py"
