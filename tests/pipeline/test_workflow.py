@@ -24,7 +24,7 @@ def write_config(workdir: Path, judge: str, n: int = 3, **llm) -> Path:
     config = {
         "data_mirror": str((REPO / ".." / "shared" / "data").resolve()),
         "cache_dir": str(workdir / "cache"),
-        "models": {"judge": judge},
+        "models": {"judge": judge, "agent": judge},
         "llm": {"per_model": {judge: {"concurrency": 1, "backoff_s": 0.0, **llm}},
                 "progress_interval_s": 0.5},
         "datasets": {
@@ -34,6 +34,7 @@ def write_config(workdir: Path, judge: str, n: int = 3, **llm) -> Path:
             for name in ("summedits", "ragtruth")
         },
         "carry": {"fig2": {"runs": 2, "lengths": [3, 5, 10]}},
+        "verify": {"trials": 2, "max_steps": 3, "bootstrap": 500},
     }
     path = workdir / "test_config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -217,3 +218,21 @@ def test_data_summary_tabulates_every_prepared_dataset(finished_run):
     healthbench = summary.split("## healthbench")[1].split("## recon72")[0]
     assert healthbench.count("|            5 |") == 7  # 5 per theme, 7 themes
     assert "in HealthBench-Hard" in healthbench
+
+
+def test_verify_calibration_table_has_the_post_and_each_judged_dataset(finished_run):
+    workdir, _ = finished_run
+    table = pd.read_csv(workdir / "figures/verify/table_calibration.csv")
+    post = table.iloc[0]
+    assert (post.tp, post.fn, post.fp, post.tn) == (37, 1, 4, 8)
+    assert round(post.corrected, 3) == 0.651
+    judged = table.iloc[1:]
+    assert sorted(zip(judged.dataset, judged.rendering)) == [
+        ("ragtruth", "one call per check"), ("ragtruth", "paragraph"),
+        ("summedits", "one call per check"), ("summedits", "paragraph")]
+    # Calibration split: 2 + 2 labelled items; evaluation split: 3 + 3 judged items.
+    assert ((judged.tp + judged.fn + judged.fp + judged.tn + judged.n_undetermined) == 4).all()
+    assert (judged.n_judged <= 6).all() and (judged.human_pass_rate == 0.5).all()
+    markdown = (workdir / "figures/verify/table_calibration.md").read_text()
+    assert "## The worked example, run" in markdown and "2 trials" in markdown
+    assert (workdir / "figures/verify/fig2_calibration.png").read_bytes()[:4] == b"\x89PNG"

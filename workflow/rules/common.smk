@@ -16,6 +16,7 @@ config.update(_validated)
 DATASETS = ["summedits", "ragtruth"]  # human-labelled: items with correct / flawed labels
 RAW_DATASETS = DATASETS + ["healthbench"]
 JUDGE = config["models"]["judge"]
+AGENT = config["models"]["agent"]
 # The generic checklists ship with the package; as an input, an edit to them reruns what follows.
 GENERIC_CHECKLISTS = str(files("rubriclab") / "resources" / "checklists" / "generic.yaml")
 
@@ -43,6 +44,10 @@ def recon_generator_fingerprint():
     return tree_fingerprint(package / "recon", package / "resources" / "recon")
 
 
+def verify_code_fingerprint():
+    return tree_fingerprint(files("rubriclab") / "verify")
+
+
 def model_resources(model):
     """The embedded model is one slot per machine; API models draw on a global call budget."""
     if model.startswith("local/"):
@@ -54,15 +59,21 @@ def model_resources(model):
 
 
 def ledger_files():
-    return expand(
-        "results/ledger/carry_fig2_judge-{dataset}.jsonl", dataset=config["carry"]["fig2"]["datasets"]
-    )
+    return [
+        *expand("results/ledger/carry_fig2_judge-{dataset}.jsonl",
+                dataset=config["carry"]["fig2"]["datasets"]),
+        *expand("results/ledger/verify_judge_labels-{dataset}.jsonl", dataset=DATASETS),
+        "results/ledger/verify_agent_trials.jsonl",
+        "results/ledger/verify_reply_rubric.jsonl",
+    ]
 
 
 def all_targets():
     return [
         *expand("data/prepared/{dataset}.csv", dataset=DATASETS + ["healthbench"]),
         *expand("figures/carry/fig2_checklist_length.{ext}", ext=["png", "pdf", "csv"]),
+        *expand("figures/verify/fig2_calibration.{ext}", ext=["png", "pdf"]),
+        *expand("figures/verify/table_calibration.{ext}", ext=["md", "csv"]),
         "figures/data_summary.md",
         "figures/cost_report.md",
     ]

@@ -1,0 +1,46 @@
+"""verify: "Verifiers First, Rubrics Second".
+
+The refund worked example as a world with a state verifier, scripted trajectories, an agent
+loop and the four-criterion reply rubric (`refund`), and judge calibration against human labels
+with the Rogan-Gladen corrected pass rate (`calibration`).
+"""
+
+from .calibration import (
+    POST_CONFUSION,
+    POST_JUDGED,
+    Confusion,
+    CorrectedRate,
+    RGResult,
+    confusion_from_verdicts,
+    corrected_pass_rate,
+    rogan_gladen,
+    wilson_interval,
+)
+from .refund import (
+    POLICY,
+    RUBRIC_CRITERIA,
+    SCRIPTED_TRAJECTORIES,
+    TICKET,
+    Check,
+    Criterion,
+    RefundWorld,
+    ReplyGrade,
+    ScriptedTrajectory,
+    ToolCall,
+    Trial,
+    VerifierResult,
+    grade_reply,
+    replay,
+    rubric_messages,
+    run_agent_trial,
+    verify,
+)
+
+__all__ = [
+    "Check", "Confusion", "CorrectedRate", "Criterion", "POLICY", "POST_CONFUSION",
+    "POST_JUDGED", "RGResult", "RUBRIC_CRITERIA", "RefundWorld", "ReplyGrade",
+    "SCRIPTED_TRAJECTORIES", "ScriptedTrajectory", "TICKET", "ToolCall", "Trial",
+    "VerifierResult", "confusion_from_verdicts", "corrected_pass_rate", "grade_reply",
+    "replay", "rogan_gladen", "rubric_messages", "run_agent_trial", "verify",
+    "wilson_interval",
+]

@@ -1,0 +1,364 @@
+"""Judge calibration against human labels, and the Rogan-Gladen corrected pass rate.
+
+A judge is calibrated on a labeled slice: each item has a human verdict (pass/fail) and the
+judge's verdict (pass/fail). Their cross-table gives the judge's true positive rate (TPR: the
+share of human passes the judge passes) and true negative rate (TNR: the share of human fails
+the judge fails). Agreement, the share of items where both agree, hides where the errors are;
+TPR and TNR do not, and they are what corrects the judge's pass rate q on the full judged set:
+
+    q = TPR * p + (1 - TNR) * (1 - p)   =>   p = (q - (1 - TNR)) / (TPR - (1 - TNR))
+
+(Rogan and Gladen, 1978). With the verify post's numbers (TPR 37/38, TNR 8/12, q = 300/400)
+p = (0.75 - 1/3) / (37/38 - 1/3) = 0.652.
+
+Interval for the corrected pass rate (paragraph for docs/replication.md)
+-----------------------------------------------------------------------
+The Rogan-Gladen estimate p = (q - (1 - TNR)) / (TPR - (1 - TNR)) combines three estimated
+rates: the judge's pass rate q on the judged set (k of n) and the judge's TPR and TNR on the
+human-labeled slice (tp of n_pos, tn of n_neg). We propagate the uncertainty of all three by a
+parametric bootstrap: each of 10,000 draws (seed 0) takes q*, TPR* and TNR* independently from
+their Jeffreys posteriors Beta(k + 1/2, n - k + 1/2), computes p* with the same formula, and the
+95% interval is the 2.5th and 97.5th percentile of p* over the draws where p* is defined
+(TPR* + TNR* > 1); the number of undefined draws is reported beside the interval, and if it is
+not small the interval should not be trusted. We draw from Beta posteriors rather than
+resampling binomial counts because the binomial bootstrap collapses when a rate is observed at
+0 or 1 (a judge that passed all 38 human passes would contribute no TPR uncertainty at all)
+and, with 12 labels, lets TNR* take only 13 values; the Jeffreys prior is the standard
+non-informative choice for a binomial proportion, and its intervals keep close to nominal
+coverage at small n (Brown, Cai and DasGupta, 2001). A simulation rather than the delta method
+because p is a ratio whose distribution is skewed when TNR rests on few labels; that TNR is
+what dominates the width (Miller, 2024). The draws are not clipped to [0, 1]: the interval is
+reported raw and clipped, like the point estimate. The 95% Wilson intervals of q, TPR and TNR
+are reported alongside. The three rates are treated as independent; in the post the 50
+labeled replies are a subset of the 400 judged ones, so q shares 50 of its 400 verdicts with
+the labeled slice, a weak dependence we ignore.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from statistics import NormalDist
+from typing import Literal
+
+import numpy as np
+
+# tpr + tnr must exceed 1 by more than this for the judge to count as informative; it absorbs
+# float rounding in rates like 37/38 + 1/38 so that "exactly 1" is recognised as exactly 1.
+INFORMATIVE_MARGIN = 1e-12
+
+RGStatus = Literal["ok", "outside_unit_interval", "uninformative_judge"]
+
+
+@dataclass(frozen=True)
+class Confusion:
+    """Human labels x judge verdicts on a labeled slice. "Positive" means pass.
+
+    tp: human pass, judge pass    fn: human pass, judge fail
+    fp: human fail, judge pass    tn: human fail, judge fail
+
+    A rate whose denominator is zero (no human passes, or no human fails) is NaN.
+    """
+
+    tp: int
+    fn: int
+    fp: int
+    tn: int
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "fn", "fp", "tn"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f"Confusion.{name} must be a non-negative integer, got {value!r}")
+
+    @property
+    def n_pos(self) -> int:
+        """Human passes."""
+        return self.tp + self.fn
+
+    @property
+    def n_neg(self) -> int:
+        """Human fails."""
+        return self.fp + self.tn
+
+    @property
+    def n(self) -> int:
+        return self.n_pos + self.n_neg
+
+    @property
+    def tpr(self) -> float:
+        """Share of human passes the judge passes (1 - false-fail rate)."""
+        return self.tp / self.n_pos if self.n_pos else math.nan
+
+    @property
+    def tnr(self) -> float:
+        """Share of human fails the judge fails (1 - false-pass rate)."""
+        return self.tn / self.n_neg if self.n_neg else math.nan
+
+    @property
+    def agreement(self) -> float:
+        return (self.tp + self.tn) / self.n if self.n else math.nan
+
+    @property
+    def judge_pass_rate(self) -> float:
+        return (self.tp + self.fp) / self.n if self.n else math.nan
+
+    @property
+    def human_pass_rate(self) -> float:
+        return self.n_pos / self.n if self.n else math.nan
+
+    def scaled(self, factor: int) -> Confusion:
+        """The same rates on `factor` times as many labels."""
+        return Confusion(self.tp * factor, self.fn * factor, self.fp * factor, self.tn * factor)
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {**asdict(self), "n_pos": self.n_pos, "n_neg": self.n_neg, "n": self.n,
+                "tpr": self.tpr, "tnr": self.tnr, "agreement": self.agreement}
+
+
+def _as_bool(value: object, name: str, index: int) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ValueError(
+        f"{name}[{index}] is {value!r}; verdicts must be True (pass) or False (fail) -- "
+        "drop unparseable judge answers and count them before calibrating"
+    )
+
+
+def confusion_from_verdicts(human: Sequence[bool], judge: Sequence[bool]) -> Confusion:
+    """Cross-tabulate human labels and judge verdicts, item by item (True = pass)."""
+    if len(human) != len(judge):
+        raise ValueError(f"{len(human)} human labels but {len(judge)} judge verdicts")
+    tp = fn = fp = tn = 0
+    for i, (h, j) in enumerate(zip(human, judge)):
+        h, j = _as_bool(h, "human", i), _as_bool(j, "judge", i)
+        if h and j:
+            tp += 1
+        elif h:
+            fn += 1
+        elif j:
+            fp += 1
+        else:
+            tn += 1
+    return Confusion(tp, fn, fp, tn)
+
+
+@dataclass(frozen=True)
+class RGResult:
+    """A Rogan-Gladen estimate and what happened computing it.
+
+    status "ok": `estimate` is in [0, 1] and `clipped == estimate`.
+    status "outside_unit_interval": the observed q lies outside the range [1 - TNR, TPR] that a
+        true rate in [0, 1] can produce (sampling noise, or rates that do not fit this set).
+        `estimate` is the raw value, e.g. negative, and `clipped` is it clipped to [0, 1]. Both
+        are kept on purpose: showing only the clipped 0 or 1 would hide that the correction
+        does not fit the data; showing only the raw value would print an impossible rate.
+    status "uninformative_judge": TPR + TNR <= 1, so the judge's verdicts carry no information
+        about the true verdict (= 1) or invert it (< 1); no estimate exists (the formula's
+        denominator is zero or flips sign). `estimate` and `clipped` are None.
+    """
+
+    q: float
+    tpr: float
+    tnr: float
+    estimate: float | None
+    clipped: float | None
+    status: RGStatus
+    message: str
+
+    @property
+    def defined(self) -> bool:
+        return self.estimate is not None
+
+
+def _check_rate(value: float, name: str) -> float:
+    value = float(value)
+    if not 0.0 <= value <= 1.0:  # also rejects NaN
+        raise ValueError(f"{name} must be a rate in [0, 1], got {value!r}")
+    return value
+
+
+def rogan_gladen(q: float, tpr: float, tnr: float) -> RGResult:
+    """Correct an observed pass rate q for a judge with the given TPR and TNR.
+
+    p = (q - (1 - tnr)) / (tpr - (1 - tnr)). Never raises for valid rates and never clips
+    silently; see `RGResult` for the three outcomes. A perfect judge (tpr = tnr = 1) returns q.
+    Rates outside [0, 1] (or NaN) are an input error and raise ValueError.
+    """
+    q, tpr, tnr = _check_rate(q, "q"), _check_rate(tpr, "tpr"), _check_rate(tnr, "tnr")
+    youden = tpr + tnr - 1.0
+    if youden <= INFORMATIVE_MARGIN:
+        relation = "carries no information about" if abs(youden) <= INFORMATIVE_MARGIN \
+            else "inverts"
+        return RGResult(
+            q, tpr, tnr, None, None, "uninformative_judge",
+            f"TPR + TNR = {tpr + tnr:.4g} <= 1: the judge {relation} the true verdict, so the "
+            "pass rate cannot be corrected (the Rogan-Gladen estimate is undefined)",
+        )
+    raw = (q - (1.0 - tnr)) / youden
+    if 0.0 <= raw <= 1.0:
+        return RGResult(q, tpr, tnr, raw, raw, "ok", "")
+    clipped = min(1.0, max(0.0, raw))
+    return RGResult(
+        q, tpr, tnr, raw, clipped, "outside_unit_interval",
+        f"q = {q:.4g} lies outside [1 - TNR, TPR] = [{1 - tnr:.4g}, {tpr:.4g}]: the raw "
+        f"estimate {raw:.4g} is not a rate; clipped to {clipped:g}",
+    )
+
+
+def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for k successes of n (NaNs for n = 0)."""
+    if n == 0:
+        return (math.nan, math.nan)
+    if not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    low = 0.0 if k == 0 else max(0.0, centre - half)  # exact ends, not rounding residue
+    high = 1.0 if k == n else min(1.0, centre + half)
+    return (low, high)
+
+
+@dataclass(frozen=True)
+class CorrectedRate:
+    """The judge's pass rate q, corrected with its TPR and TNR, with a bootstrap interval.
+
+    `interval` holds the percentiles of the raw Rogan-Gladen draws (which may leave [0, 1]);
+    `interval_clipped` is it clipped to [0, 1]. `n_undefined` draws (TPR* + TNR* <= 1) have no
+    estimate and are left out of the percentiles; `n_outside` of the defined draws fell outside
+    [0, 1]. `interval` is None when the point estimate is undefined or every draw was.
+    """
+
+    k_judged_pass: int
+    n_judged: int
+    confusion: Confusion
+    rg: RGResult
+    q_interval: tuple[float, float]
+    tpr_interval: tuple[float, float]
+    tnr_interval: tuple[float, float]
+    interval: tuple[float, float] | None
+    level: float
+    method: str
+    n_boot: int
+    seed: int
+    n_undefined: int
+    n_outside: int
+
+    @property
+    def q(self) -> float:
+        return self.rg.q
+
+    @property
+    def tpr(self) -> float:
+        return self.rg.tpr
+
+    @property
+    def tnr(self) -> float:
+        return self.rg.tnr
+
+    @property
+    def estimate(self) -> float | None:
+        """The raw Rogan-Gladen estimate (see `rg.status` before showing it)."""
+        return self.rg.estimate
+
+    @property
+    def status(self) -> RGStatus:
+        return self.rg.status
+
+    @property
+    def interval_clipped(self) -> tuple[float, float] | None:
+        if self.interval is None:
+            return None
+        return (min(1.0, max(0.0, self.interval[0])), min(1.0, max(0.0, self.interval[1])))
+
+    def to_dict(self) -> dict[str, object]:
+        """One flat row for a results table."""
+        clipped = self.interval_clipped
+        return {
+            "k_judged_pass": self.k_judged_pass, "n_judged": self.n_judged,
+            "q": self.q, "q_low": self.q_interval[0], "q_high": self.q_interval[1],
+            "tp": self.confusion.tp, "fn": self.confusion.fn,
+            "fp": self.confusion.fp, "tn": self.confusion.tn,
+            "tpr": self.tpr, "tpr_low": self.tpr_interval[0], "tpr_high": self.tpr_interval[1],
+            "tnr": self.tnr, "tnr_low": self.tnr_interval[0], "tnr_high": self.tnr_interval[1],
+            "agreement": self.confusion.agreement,
+            "corrected": self.estimate, "corrected_clipped": self.rg.clipped,
+            "status": self.status, "message": self.rg.message,
+            "corrected_low": self.interval[0] if self.interval else None,
+            "corrected_high": self.interval[1] if self.interval else None,
+            "corrected_low_clipped": clipped[0] if clipped else None,
+            "corrected_high_clipped": clipped[1] if clipped else None,
+            "level": self.level, "method": self.method, "n_boot": self.n_boot,
+            "seed": self.seed, "n_undefined": self.n_undefined, "n_outside": self.n_outside,
+        }
+
+
+def _jeffreys_draws(rng: np.random.Generator, k: int, n: int, size: int) -> np.ndarray:
+    return rng.beta(k + 0.5, n - k + 0.5, size=size)
+
+
+def corrected_pass_rate(
+    k_judged_pass: int,
+    n_judged: int,
+    confusion: Confusion,
+    *,
+    method: str = "bootstrap",
+    n_boot: int = 10_000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> CorrectedRate:
+    """Rogan-Gladen corrected pass rate of a judge that passed k of n, calibrated by `confusion`.
+
+    method "bootstrap" (the only one): q*, TPR*, TNR* drawn independently from their Jeffreys
+    Beta posteriors, n_boot times with numpy's default_rng(seed); the interval is the central
+    `level` percentile range of the raw estimate over the draws where it is defined. See the
+    module docstring for why. Needs at least one human pass and one human fail label.
+    """
+    if method != "bootstrap":
+        raise ValueError(f"unknown method {method!r}; the only method is 'bootstrap'")
+    if not 0 <= k_judged_pass <= n_judged or n_judged == 0:
+        raise ValueError(f"need 0 <= k_judged_pass <= n_judged and n_judged > 0, "
+                         f"got {k_judged_pass} of {n_judged}")
+    if confusion.n_pos == 0 or confusion.n_neg == 0:
+        raise ValueError(
+            f"TPR and TNR need at least one human pass and one human fail label; the labeled "
+            f"slice has {confusion.n_pos} passes and {confusion.n_neg} fails"
+        )
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+
+    rg = rogan_gladen(k_judged_pass / n_judged, confusion.tpr, confusion.tnr)
+    rng = np.random.default_rng(seed)
+    q_star = _jeffreys_draws(rng, k_judged_pass, n_judged, n_boot)
+    tpr_star = _jeffreys_draws(rng, confusion.tp, confusion.n_pos, n_boot)
+    tnr_star = _jeffreys_draws(rng, confusion.tn, confusion.n_neg, n_boot)
+    youden = tpr_star + tnr_star - 1.0
+    defined = youden > INFORMATIVE_MARGIN
+    p_star = (q_star[defined] - (1.0 - tnr_star[defined])) / youden[defined]
+    n_undefined = int(n_boot - defined.sum())
+    n_outside = int(((p_star < 0) | (p_star > 1)).sum())
+    interval = None
+    if rg.defined and p_star.size:
+        alpha = 1 - level
+        low, high = np.quantile(p_star, [alpha / 2, 1 - alpha / 2])
+        interval = (float(low), float(high))
+    return CorrectedRate(
+        k_judged_pass=k_judged_pass, n_judged=n_judged, confusion=confusion, rg=rg,
+        q_interval=wilson_interval(k_judged_pass, n_judged, level),
+        tpr_interval=wilson_interval(confusion.tp, confusion.n_pos, level),
+        tnr_interval=wilson_interval(confusion.tn, confusion.n_neg, level),
+        interval=interval, level=level, method=method, n_boot=n_boot, seed=seed,
+        n_undefined=n_undefined, n_outside=n_outside,
+    )
+
+
+# The worked example of the verify post: 50 hand-labeled replies (38 passes, 12 fails); the
+# judge passes 37 of the 38 and 4 of the 12, and 300 of the 400 replies it grades.
+POST_CONFUSION = Confusion(tp=37, fn=1, fp=4, tn=8)
+POST_JUDGED = (300, 400)

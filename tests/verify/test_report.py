@@ -1,0 +1,71 @@
+import pandas as pd
+import pytest
+
+from rubriclab.verify.calibration import POST_CONFUSION
+from rubriclab.verify.report import calibration_markdown, carry_judge_rows, plot_calibration, post_row
+
+
+def per_check_rows(item_id, label, verdicts):
+    return [dict(item_id=item_id, label=label, run=0, rendering="per_check", length=i + 1,
+                 check_id=f"g{i + 1:02d}", verdict=v) for i, v in enumerate(verdicts)]
+
+
+def toy():
+    """Calibration: 4 correct (judge passes 3), 4 flawed (judge passes 1): TPR 0.75, TNR 0.75.
+    Evaluation: 10 items, judge passes 6 of them; 5 are correct."""
+    rows, items = [], []
+    calibration = [("c", "correct", "yes")] * 3 + [("c", "correct", "no")] + \
+                  [("f", "flawed", "yes")] + [("f", "flawed", "no")] * 3
+    evaluation = [("c", "correct", "yes")] * 4 + [("c", "correct", "no")] + \
+                 [("f", "flawed", "yes")] * 2 + [("f", "flawed", "no")] * 3
+    for split, specs in (("calibration", calibration), ("evaluation", evaluation)):
+        for i, (prefix, label, second) in enumerate(specs):
+            item_id = f"{split}-{prefix}{i}"
+            rows += per_check_rows(item_id, label, ["yes", second])
+            items.append({"item_id": item_id, "split": split})
+    return pd.DataFrame(rows), pd.DataFrame(items)
+
+
+def test_carry_judge_is_calibrated_on_calibration_and_corrected_on_evaluation():
+    verdicts, items = toy()
+    (row,) = carry_judge_rows(verdicts, items, "toy", "fake/x", length=2, n_boot=2000, seed=0,
+                              level=0.95)
+    assert (row["tp"], row["fn"], row["fp"], row["tn"]) == (3, 1, 1, 3)
+    assert row["q"] == pytest.approx(0.6) and row["n_judged"] == 10
+    assert row["corrected"] == pytest.approx((0.6 - 0.25) / (0.75 - 0.25))
+    assert row["human_pass_rate"] == pytest.approx(0.5)
+    assert row["corrected_low"] < row["corrected"] < row["corrected_high"]
+
+
+def test_length_selects_the_checks_that_count():
+    verdicts, items = toy()
+    (row,) = carry_judge_rows(verdicts, items, "toy", "fake/x", length=1, n_boot=500, seed=0,
+                              level=0.95)
+    # With only the first check (always "yes") every item passes: TNR 0, an uninformative judge.
+    assert row["tnr"] == 0 and row["status"] == "uninformative_judge" and row["corrected"] is None
+
+
+def test_verdicts_for_unknown_items_are_refused():
+    verdicts, items = toy()
+    with pytest.raises(ValueError, match="not in the items"):
+        carry_judge_rows(verdicts, items.iloc[1:], "toy", "fake/x", 2, 200, 0, 0.95)
+
+
+def test_post_row_reproduces_the_worked_example():
+    row = post_row(n_boot=2000, seed=0, level=0.95)
+    assert round(row["corrected"], 2) == 0.65 and row["q"] == 0.75
+    assert (row["tp"], row["fn"], row["fp"], row["tn"]) == (37, 1, 4, 8)
+
+
+def test_table_and_figure(tmp_path):
+    verdicts, items = toy()
+    table = pd.DataFrame([post_row(1000, 0, 0.95)] + carry_judge_rows(
+        verdicts, items, "toy", "fake/x", 1, 200, 0, 0.95) + carry_judge_rows(
+        verdicts, items, "toy", "fake/x", 2, 200, 0, 0.95))
+    markdown = calibration_markdown(table)
+    assert "| worked example (the post's numbers) | refund replies |" in markdown
+    assert "| 38/12 | 97.4 | 66.7 | 90.0 | 75.0" in markdown and "| 65.1 |" in markdown
+    assert "uninformative_judge" in markdown
+    plot_calibration(table, POST_CONFUSION, tmp_path / "f.png", tmp_path / "f.pdf")
+    assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "f.pdf").read_bytes()[:5] == b"%PDF-"

@@ -1,0 +1,18 @@
+import pandas as pd
+
+from rubriclab.llm import Ledger, LLMClient, LLMConfig
+from rubriclab.runtime import configure_logging
+from rubriclab.verify.refund import RUBRIC_CRITERIA, grade_reply
+
+configure_logging(snakemake.log[0])
+trials = pd.read_csv(snakemake.input.trials, keep_default_na=False)
+config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
+rows = []
+with LLMClient(config, ledger=Ledger(snakemake.output.ledger, rule="verify_reply_rubric")) as client:
+    # Correctness is the gate: only replies of trials the verifier passed are judged.
+    for trial in trials[trials["verifier_passed"].astype(str) == "True"].itertuples(index=False):
+        grade = grade_reply(client, snakemake.params.judge, trial.final_reply,
+                            max_tokens=snakemake.params.max_tokens)
+        rows.append({"trial_index": trial.trial_index, **grade.verdicts, "passed": grade.passed})
+columns = ["trial_index", *(criterion.id for criterion in RUBRIC_CRITERIA), "passed"]
+pd.DataFrame(rows, columns=columns).to_csv(snakemake.output.grades, index=False)
