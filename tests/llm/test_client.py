@@ -1,6 +1,7 @@
 import json
 import logging
 import sqlite3
+import threading
 
 import pytest
 
@@ -151,3 +152,30 @@ def test_unknown_fake_model_is_rejected(tmp_path):
     with LLMClient(config(tmp_path)) as client:
         with pytest.raises(ValueError, match="unknown fake model"):
             client.run([ask("fake/oracle", "q")])
+
+
+def test_a_miss_answered_by_another_job_meanwhile_is_taken_from_the_cache(tmp_path, monkeypatch):
+    """Two jobs judging the same items: the second must not pay for what the first stored."""
+    log_path = tmp_path / "calls.log"
+    monkeypatch.setenv("RUBRICLAB_FAKE_CALL_LOG", str(log_path))
+    cfg = LLMConfig(cache_dir=tmp_path / "cache",
+                    per_model={"fake/hash": ModelSettings(concurrency=1)})
+    requests = [ask("fake/hash", f"q{i}") for i in range(4)]
+    def other_job():
+        with LLMClient(cfg) as other:
+            other.run(requests[2:])  # stores q2 and q3
+
+    with LLMClient(cfg) as client:
+        original_call = client._call
+
+        async def call_after_other_job(request, key):
+            if request is requests[0]:
+                worker = threading.Thread(target=other_job)
+                worker.start()
+                worker.join()
+            return await original_call(request, key)
+
+        monkeypatch.setattr(client, "_call", call_after_other_job)
+        answers = client.run(requests)
+    assert [c.cached for c in answers] == [False, False, True, True]
+    assert len(log_path.read_text().split()) == 4  # q0, q1 here; q2, q3 in the other job

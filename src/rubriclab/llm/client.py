@@ -106,7 +106,13 @@ class LLMClient:
         async def answer(i: int) -> None:
             request = requests[i]
             async with limits[request.model]:
-                completion = await self._call(request, keys[i])
+                # Another job may have answered it since the batch started.
+                hit = self.cache.get(keys[i])
+                if hit is not None:
+                    completion = self._from_cache(request, keys[i], hit.text, hit.prompt_tokens,
+                                                  hit.completion_tokens, hit.cost_usd)
+                else:
+                    completion = await self._call(request, keys[i])
             results[i] = completion
             self._record(completion)
             progress.advance()
