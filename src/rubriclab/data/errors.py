@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 
 class DataFormatError(ValueError):
@@ -54,3 +55,18 @@ def ensure_unique(item_id: str, path: Path, line: int, first_seen: dict[str, tup
         message = f"duplicate item {item_id}, first seen in {first_path}, line {first_line}"
         raise DataFormatError(path, line, message)
     first_seen[item_id] = (str(path), line)
+
+
+def failer(path: Path, line: int, prefix: str = "") -> Callable[[str], NoReturn]:
+    """A function that raises DataFormatError at `path`, `line` with a message."""
+    def fail(message: str) -> NoReturn:
+        raise DataFormatError(path, line, prefix + message)
+    return fail
+
+
+def require_fields(row: object, fields: tuple[str, ...], fail: Callable[[str], NoReturn]) -> None:
+    if not isinstance(row, dict):
+        fail(f"expected a JSON object, got {type(row).__name__}")
+    for field in fields:
+        if field not in row:
+            fail(f"missing field {field!r}")

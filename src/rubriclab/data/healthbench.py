@@ -50,7 +50,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rubriclab.data.errors import DataFormatError, ensure_unique, iter_json_lines, read_text
+from rubriclab.data.errors import (
+    DataFormatError,
+    ensure_unique,
+    failer,
+    iter_json_lines,
+    read_text,
+    require_fields,
+)
 from rubriclab.data.summedits import iter_json_array
 
 log = logging.getLogger("rubriclab.data.healthbench")
@@ -128,8 +135,8 @@ def load_srh_partial(path: str | Path) -> pd.DataFrame:
     records = []
     first_seen: dict[str, tuple[str, int]] = {}
     for line, row in iter_json_lines(path):
-        fail = _failer(path, line)
-        _require_fields(row, ("prompt_id", "prompt", "rubrics", "theme"), fail)
+        fail = failer(path, line)
+        require_fields(row, ("prompt_id", "prompt", "rubrics", "theme"), fail)
         prompt_id = _prompt_id(row["prompt_id"], fail)
         conversation = _conversation(row["prompt"], fail)
         rubric = _rubric(row["rubrics"], fail, tags_required=False)
@@ -157,11 +164,11 @@ def load_hard_ids(paths: str | Path | Iterable[str | Path]) -> set[str]:
         stripped = text.lstrip(" \t\r\n")
         if stripped.startswith("["):
             for line, value in iter_json_array(path, text):
-                ids.add(_prompt_id(value, _failer(path, line), what="a Hard id"))
+                ids.add(_prompt_id(value, failer(path, line), what="a Hard id"))
         elif stripped.startswith("{"):
             for line, row in iter_json_lines(path, text):
-                fail = _failer(path, line)
-                _require_fields(row, ("prompt_id",), fail)
+                fail = failer(path, line)
+                require_fields(row, ("prompt_id",), fail)
                 ids.add(_prompt_id(row["prompt_id"], fail))
         else:
             line = text.count("\n", 0, len(text) - len(stripped)) + 1
@@ -176,8 +183,8 @@ def render_task(conversation: list[dict]) -> str:
 
 def full_item_record(row: object, path: Path, line: int) -> dict:
     """Validate one original-schema item and map it to ``COLUMNS``."""
-    fail = _failer(path, line)
-    _require_fields(row, ("prompt_id", "prompt", "rubrics", "example_tags"), fail)
+    fail = failer(path, line)
+    require_fields(row, ("prompt_id", "prompt", "rubrics", "example_tags"), fail)
     prompt_id = _prompt_id(row["prompt_id"], fail)
     conversation = _conversation(row["prompt"], fail)
     rubric = _rubric(row["rubrics"], fail, tags_required=True)
@@ -203,20 +210,6 @@ def _record(prompt_id, theme, conversation, rubric, ideal, tags_available, path:
         "source_file": path.name,
         "source_line": line,
     }
-
-
-def _failer(path: Path, line: int, prefix: str = ""):
-    def fail(message: str):
-        raise DataFormatError(path, line, prefix + message)
-    return fail
-
-
-def _require_fields(row: object, fields: tuple[str, ...], fail) -> None:
-    if not isinstance(row, dict):
-        fail(f"expected a JSON object, got {type(row).__name__}")
-    for field in fields:
-        if field not in row:
-            fail(f"missing field {field!r}")
 
 
 def _prompt_id(value: object, fail, what: str = "field 'prompt_id'") -> str:
@@ -248,7 +241,7 @@ def _rubric(rubrics: object, fail, tags_required: bool) -> list[dict]:
     for index, entry in enumerate(rubrics):
         entry_fail = _failer_from(fail, f"rubrics[{index}]: ")
         required = ("criterion", "points", "tags") if tags_required else ("criterion", "points")
-        _require_fields(entry, required, entry_fail)
+        require_fields(entry, required, entry_fail)
         criterion, points = entry["criterion"], entry["points"]
         if not isinstance(criterion, str) or not criterion.strip():
             entry_fail(f"'criterion' must be a non-empty string, got {criterion!r:.60}")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rubriclab.data.errors import DataFormatError, ensure_unique, iter_json_lines
+from rubriclab.data.errors import DataFormatError, ensure_unique, failer, iter_json_lines, require_fields
 
 DATASET = "ragtruth"
 TASK_TYPES = ("QA", "Summary", "Data2txt")
@@ -109,15 +109,15 @@ def faithjudge_records(path: Path, rows: list[tuple[int, object]]) -> list[dict]
     task_type = {"qa": "QA", "summary": "Summary", "data2txt": "Data2txt"}[match.group(1)]
     records = []
     for line, row in rows:
-        fail = _failer(path, line)
-        _require_fields(row, ("source_id", "source", "responses"), fail)
+        fail = failer(path, line)
+        require_fields(row, ("source_id", "source", "responses"), fail)
         source_id = _source_id(row["source_id"], fail)
         task = task_text(task_type, *_split_source(task_type, row["source"], fail))
         if not isinstance(row["responses"], list):
             fail("field 'responses' must be a list")
         for index, response in enumerate(row["responses"]):
-            response_fail = _failer(path, line, prefix=f"responses[{index}]: ")
-            _require_fields(response, ("model", "response", "labels"), response_fail)
+            response_fail = failer(path, line, prefix=f"responses[{index}]: ")
+            require_fields(response, ("model", "response", "labels"), response_fail)
             records.append(response_record(task_type, source_id, task, response, "", path, line, response_fail))
     return records
 
@@ -142,8 +142,8 @@ def _split_source(task_type: str, source: object, fail) -> tuple[str | None, str
 
 def add_derived_sources(path: Path, rows, sources: dict) -> None:
     for line, row in rows:
-        fail = _failer(path, line)
-        _require_fields(row, ("source_id", "task_type", "question", "context"), fail)
+        fail = failer(path, line)
+        require_fields(row, ("source_id", "task_type", "question", "context"), fail)
         task_type = _task_type(row["task_type"], fail)
         if not isinstance(row["context"], str):
             fail("field 'context' must be a string")
@@ -165,8 +165,8 @@ def add_derived_sources(path: Path, rows, sources: dict) -> None:
 def derived_response_records(path: Path, rows, sources: dict) -> list[dict]:
     records = []
     for line, row in rows:
-        fail = _failer(path, line)
-        _require_fields(row, ("uid", "task_type", "source_id", "model", "response", "labels"), fail)
+        fail = failer(path, line)
+        require_fields(row, ("uid", "task_type", "source_id", "model", "response", "labels"), fail)
         task_type = _task_type(row["task_type"], fail)
         source_id = _source_id(row["source_id"], fail)
         if (task_type, source_id) not in sources:
@@ -185,8 +185,8 @@ def derived_response_records(path: Path, rows, sources: dict) -> list[dict]:
 
 def add_original_sources(path: Path, rows, sources: dict) -> None:
     for line, row in rows:
-        fail = _failer(path, line)
-        _require_fields(row, ("source_id", "task_type", "source_info"), fail)
+        fail = failer(path, line)
+        require_fields(row, ("source_id", "task_type", "source_info"), fail)
         task_type = _task_type(row["task_type"], fail)
         source_id = _source_id(row["source_id"], fail)
         _ensure_new_source(source_id, sources, path, line)
@@ -197,8 +197,8 @@ def add_original_sources(path: Path, rows, sources: dict) -> None:
 def original_response_records(path: Path, rows, sources: dict) -> list[dict]:
     records = []
     for line, row in rows:
-        fail = _failer(path, line)
-        _require_fields(row, ("source_id", "model", "response", "labels"), fail)
+        fail = failer(path, line)
+        require_fields(row, ("source_id", "model", "response", "labels"), fail)
         source_id = _source_id(row["source_id"], fail)
         if source_id not in sources:
             fail(f"no source {source_id} in the source_info files")
@@ -254,20 +254,6 @@ def _validate_spans(spans: object, response: str, fail) -> None:
         if response[start:end] != span["text"]:
             fail(f"{where}: response[{start}:{end}] is {response[start:end]!r:.80}, "
                  f"not the span text {span['text']!r:.80}")
-
-
-def _failer(path: Path, line: int, prefix: str = ""):
-    def fail(message: str):
-        raise DataFormatError(path, line, prefix + message)
-    return fail
-
-
-def _require_fields(row: object, fields: tuple[str, ...], fail) -> None:
-    if not isinstance(row, dict):
-        fail(f"expected a JSON object, got {type(row).__name__}")
-    for field in fields:
-        if field not in row:
-            fail(f"missing field {field!r}")
 
 
 def _source_id(value: object, fail) -> str:
