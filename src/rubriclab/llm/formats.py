@@ -202,3 +202,94 @@ def get_format(name: str) -> ResponseFormat:
         raise ValueError(
             f"unknown response format {name!r}; known formats: {', '.join(sorted(FORMATS))}"
         ) from None
+
+
+# --- rubric_revision: a reviser's per-check operations on a rubric (rubriclab.carry.revision) --
+
+# Action -> the keys its entry has, exactly ("add" entries have no id: the check is new).
+REVISION_ENTRY_KEYS: dict[str, tuple[str, ...]] = {
+    "keep": ("id", "action"),
+    "edit": ("id", "action", "text"),
+    "delete": ("id", "action"),
+    "add": ("action", "text"),
+}
+
+
+def _revision_object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    duplicated = sorted({k for k in keys if keys.count(k) > 1})
+    if duplicated:
+        raise UnparseableAnswer(f"duplicate key(s) {duplicated} in the revision")
+    return dict(pairs)
+
+
+def _revision_entry(position: int, entry: Any) -> dict[str, str]:
+    where = f"entry {position} of \"checks\""
+    if not isinstance(entry, dict):
+        raise UnparseableAnswer(f"{where} must be a JSON object, got {type(entry).__name__}")
+    action = entry.get("action")
+    if action not in REVISION_ENTRY_KEYS:
+        raise UnparseableAnswer(
+            f"{where}: unknown action {action!r}; known: {', '.join(REVISION_ENTRY_KEYS)}"
+        )
+    expected = REVISION_ENTRY_KEYS[action]
+    if set(entry) != set(expected):
+        raise UnparseableAnswer(
+            f"{where}: a {action!r} entry has exactly the keys {list(expected)}, "
+            f"got {sorted(entry)}"
+        )
+    normalized = {"action": action}
+    if "id" in expected:
+        if not isinstance(entry["id"], str) or not entry["id"].strip():
+            raise UnparseableAnswer(f"{where}: \"id\" must be a non-empty string")
+        normalized["id"] = entry["id"]
+    if "text" in expected:
+        if not isinstance(entry["text"], str) or not entry["text"].strip():
+            raise UnparseableAnswer(f"{where}: \"text\" must be a non-empty string")
+        normalized["text"] = entry["text"].strip()
+    return normalized
+
+
+def parse_rubric_revision(text: str) -> dict[str, list[dict[str, str]]]:
+    """Exactly one JSON object `{"checks": [<entry>, ...]}`; else raise.
+
+    Entries: {"id", "action": "keep"}, {"id", "action": "edit", "text"}, {"id", "action":
+    "delete"} and {"action": "add", "text"}, keys exactly these, ids and texts non-empty
+    strings, no id named twice, at least one entry. Strict like agent_action: nothing but
+    whitespace around the object, no duplicate keys. Whether the ids are those of the rubric
+    under review (each mentioned exactly once) is checked by
+    `rubriclab.carry.revision.parse_revision`, which knows the rubric. Returns
+    {"checks": [{"action", "id"?, "text"?}, ...]} in the answer's order, texts stripped.
+    """
+    try:
+        value = json.loads(text.strip(), object_pairs_hook=_revision_object_without_duplicates,
+                           parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise UnparseableAnswer(
+            f"expected exactly one JSON object, got {text[:80]!r} ({exc.msg})"
+        ) from None
+    if not isinstance(value, dict) or set(value) != {"checks"}:
+        raise UnparseableAnswer('expected a JSON object with the single key "checks"')
+    entries = value["checks"]
+    if not isinstance(entries, list) or not entries:
+        raise UnparseableAnswer('"checks" must be a non-empty JSON array')
+    parsed = [_revision_entry(position, entry) for position, entry in enumerate(entries)]
+    ids = [entry["id"] for entry in parsed if "id" in entry]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise UnparseableAnswer(f"check id(s) {twice} mentioned more than once")
+    return {"checks": parsed}
+
+
+FORMATS["rubric_revision"] = ResponseFormat(
+    name="rubric_revision",
+    parse=parse_rubric_revision,
+    reask_instruction=(
+        "Your answer could not be read. Answer with exactly one JSON object and nothing else "
+        '(no code fence, no prose), of the form {"checks": [...]}. Mention every existing '
+        'check exactly once by its id: {"id": "<id>", "action": "keep"}, {"id": "<id>", '
+        '"action": "edit", "text": "<new text>"} or {"id": "<id>", "action": "delete"}. Give '
+        'each new check, if the instructions allow new checks, as {"action": "add", "text": '
+        '"<text>"}, without an id. Use no other keys and no empty texts.'
+    ),
+)
