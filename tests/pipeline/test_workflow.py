@@ -246,3 +246,12 @@ def test_verify_calibration_table_has_the_post_and_each_judged_dataset(finished_
     markdown = (workdir / "figures/verify/table_calibration.md").read_text()
     assert "## The worked example, run" in markdown and "2 trials" in markdown
     assert (workdir / "figures/verify/fig2_calibration.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_table1_is_built_from_the_seed_example(finished_run):
+    workdir, _ = finished_run
+    table = pd.read_csv(workdir / "figures/carry/table1_shapley_example.csv").set_index("check_id")
+    assert table.loc["A", "credit"] == pytest.approx(1.5) and table.loc["A", "unique_catches"] == 1
+    assert table.loc["D", "blame"] == pytest.approx(1)
+    assert "| R1 | flawed | A | A: 1 (unique catch) |" in (
+        workdir / "figures/carry/table1_shapley_example.md").read_text()

@@ -19,6 +19,7 @@ JUDGE = config["models"]["judge"]
 AGENT = config["models"]["agent"]
 # The generic checklists ship with the package; as an input, an edit to them reruns what follows.
 GENERIC_CHECKLISTS = str(files("rubriclab") / "resources" / "checklists" / "generic.yaml")
+TABLE1_EXAMPLE = str(files("rubriclab") / "resources" / "carry" / "table1_example.yaml")
 
 # API keys are deliberately not declared as `envvars:`: a run served entirely from the cache
 # (for example from an imported cache file) needs no key. The model layer checks the key of each
@@ -42,6 +43,10 @@ def healthbench_files(role):
 def recon_generator_fingerprint():
     package = files("rubriclab")
     return tree_fingerprint(package / "recon", package / "resources" / "recon")
+
+
+def carry_code_fingerprint():
+    return tree_fingerprint(files("rubriclab") / "carry")
 
 
 def verify_code_fingerprint():
@@ -72,6 +77,7 @@ def all_targets():
     return [
         *expand("data/prepared/{dataset}.csv", dataset=DATASETS + ["healthbench"]),
         *expand("figures/carry/fig2_checklist_length.{ext}", ext=["png", "pdf", "csv"]),
+        *expand("figures/carry/table1_shapley_example.{ext}", ext=["md", "csv"]),
         *expand("figures/verify/fig2_calibration.{ext}", ext=["png", "pdf"]),
         *expand("figures/verify/table_calibration.{ext}", ext=["md", "csv"]),
         "figures/data_summary.md",

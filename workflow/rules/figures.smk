@@ -56,3 +56,18 @@ rule cost_report:
         "logs/cost_report.log",
     script:
         "../scripts/cost_report.py"
+
+
+rule carry_table1:
+    input:
+        TABLE1_EXAMPLE,
+    output:
+        md=report("figures/carry/table1_shapley_example.md", caption="../report/carry_table1.rst",
+                  category="carry", subcategory="Table 1"),
+        csv="figures/carry/table1_shapley_example.csv",
+    params:
+        code=carry_code_fingerprint(),
+    log:
+        "logs/carry_table1.log",
+    script:
+        "../scripts/carry_table1.py"

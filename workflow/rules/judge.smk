@@ -18,6 +18,8 @@ rule carry_fig2_judge:
         prompt_template=judge_prompt_fingerprint(),
     resources:
         **model_resources(JUDGE),
+    # Before verify_judge_labels, which then finds these items' calls in the cache.
+    priority: 10
     log:
         "logs/carry_fig2_judge/{dataset}.log",
     benchmark:
