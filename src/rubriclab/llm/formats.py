@@ -71,16 +71,26 @@ AGENT_ACTION_TOOLS: dict[str, dict[str, str]] = {
 }
 
 
-def _reject_constant(name: str) -> Any:
-    raise UnparseableAnswer(f"{name} is not a number an action may contain")
+def _load_strict_json(text: str, what: str) -> Any:
+    """JSON with nothing but whitespace around it, no duplicate keys and no NaN or Infinity."""
 
+    def reject_constant(name: str) -> Any:
+        raise UnparseableAnswer(f"{name} is not a number {what} may contain")
 
-def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    duplicated = sorted({k for k in keys if keys.count(k) > 1})
-    if duplicated:
-        raise UnparseableAnswer(f"duplicate key(s) {duplicated} in the action")
-    return dict(pairs)
+    def without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in pairs]
+        duplicated = sorted({k for k in keys if keys.count(k) > 1})
+        if duplicated:
+            raise UnparseableAnswer(f"duplicate key(s) {duplicated} in {what}")
+        return dict(pairs)
+
+    try:
+        return json.loads(text.strip(), object_pairs_hook=without_duplicates,
+                          parse_constant=reject_constant)
+    except json.JSONDecodeError as exc:
+        raise UnparseableAnswer(
+            f"expected exactly one JSON object, got {text[:80]!r} ({exc.msg})"
+        ) from None
 
 
 def _has_json_type(value: Any, kind: str) -> bool:
@@ -104,13 +114,7 @@ def parse_agent_action(text: str) -> dict[str, Any]:
     names exactly those of the tool, each of its JSON type (integer: not a float or a bool;
     number: int or float, finite; string; boolean). Returns {"tool": name, "args": dict}.
     """
-    try:
-        value = json.loads(text.strip(), object_pairs_hook=_object_without_duplicates,
-                           parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise UnparseableAnswer(
-            f"expected exactly one JSON object, got {text[:80]!r} ({exc.msg})"
-        ) from None
+    value = _load_strict_json(text, "an action")
     if not isinstance(value, dict):
         raise UnparseableAnswer(f"expected a JSON object, got {type(value).__name__}")
     tool = value.get("tool")
@@ -215,14 +219,6 @@ REVISION_ENTRY_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _revision_object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    duplicated = sorted({k for k in keys if keys.count(k) > 1})
-    if duplicated:
-        raise UnparseableAnswer(f"duplicate key(s) {duplicated} in the revision")
-    return dict(pairs)
-
-
 def _revision_entry(position: int, entry: Any) -> dict[str, str]:
     where = f"entry {position} of \"checks\""
     if not isinstance(entry, dict):
@@ -261,13 +257,7 @@ def parse_rubric_revision(text: str) -> dict[str, list[dict[str, str]]]:
     `rubriclab.carry.revision.parse_revision`, which knows the rubric. Returns
     {"checks": [{"action", "id"?, "text"?}, ...]} in the answer's order, texts stripped.
     """
-    try:
-        value = json.loads(text.strip(), object_pairs_hook=_revision_object_without_duplicates,
-                           parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise UnparseableAnswer(
-            f"expected exactly one JSON object, got {text[:80]!r} ({exc.msg})"
-        ) from None
+    value = _load_strict_json(text, "a revision")
     if not isinstance(value, dict) or set(value) != {"checks"}:
         raise UnparseableAnswer('expected a JSON object with the single key "checks"')
     entries = value["checks"]
