@@ -66,6 +66,10 @@ def test_table_and_figure(tmp_path):
     assert "| worked example (the post's numbers) | refund replies |" in markdown
     assert "| 38/12 | 97.4 | 66.7 | 90.0 | 75.0" in markdown and "| 65.1 |" in markdown
     assert "uninformative_judge" in markdown
+    undefined = table[table.n_undefined > 0]
+    assert len(undefined) > 0  # a judge with TPR 0.75 and TNR 0.75 on 4 + 4 labels
+    share = 100 * undefined.iloc[0].n_undefined / undefined.iloc[0].n_boot
+    assert f"({share:.0f}% of draws undefined)" in markdown
     plot_calibration(table, POST_CONFUSION, tmp_path / "f.png", tmp_path / "f.pdf")
     assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "f.pdf").read_bytes()[:5] == b"%PDF-"

@@ -77,6 +77,13 @@ def _interval(low: object, high: object) -> str:
     return "n/a" if low is None or pd.isna(low) else f"[{_pct(low)}, {_pct(high)}]"
 
 
+def _undefined_share(row: object) -> str:
+    """Draws with TPR* + TNR* <= 1 have no estimate; many of them make the interval unreliable."""
+    if not row.n_undefined:
+        return ""
+    return f" ({100 * row.n_undefined / row.n_boot:.0f}% of draws undefined)"
+
+
 def calibration_markdown(table: pd.DataFrame) -> str:
     lines = [
         "# verify: judge calibration and the Rogan-Gladen corrected pass rate",
@@ -99,7 +106,8 @@ def calibration_markdown(table: pd.DataFrame) -> str:
             f"| {row.source} | {row.dataset} | {row.rendering} | {row.tp + row.fn}/{row.fp + row.tn}"
             f" | {_pct(row.tpr)} | {_pct(row.tnr)} | {_pct(row.agreement)} | {_pct(row.q)}"
             f" {_interval(row.q_low, row.q_high)} | {corrected} |"
-            f" {_interval(row.corrected_low, row.corrected_high)} | {_pct(row.human_pass_rate)} |"
+            f" {_interval(row.corrected_low, row.corrected_high)}{_undefined_share(row)} |"
+            f" {_pct(row.human_pass_rate)} |"
             f" {row.status} |"
         )
     lines += ["", "Undefined bootstrap draws (TPR* + TNR* <= 1) are left out of the interval and"
