@@ -6,7 +6,7 @@ import pytest
 
 from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelCallsFailed, ModelSettings, Request
 from rubriclab.llm.backends import MissingAPIKey
-from rubriclab.llm.cache import SQLiteCache, make_answer
+from rubriclab.llm.cache import make_answer
 
 from .openai_stub import ScriptedOpenAIServer
 

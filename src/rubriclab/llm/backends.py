@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .fake import fake_answer, parse_fake_model

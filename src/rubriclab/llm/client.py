@@ -15,7 +15,6 @@ import logging
 import random
 import time
 from collections import defaultdict
-from dataclasses import replace
 
 from .backends import Backends, RawAnswer, is_retryable
 from .cache import CacheBackend, SQLiteCache, make_answer
@@ -194,10 +193,3 @@ class LLMClient:
                 log.info("retrying %s in %.2fs after %s", request.model, delay, type(exc).__name__)
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
-
-
-def with_settings(config: LLMConfig, model: str, **changes: object) -> LLMConfig:
-    """A copy of `config` with some settings of one model changed (tests, CLI overrides)."""
-    per_model = dict(config.per_model)
-    per_model[model] = replace(config.settings_for(model), **changes)
-    return replace(config, per_model=per_model)
