@@ -154,3 +154,30 @@ def _check_fraction(value: float, name: str) -> None:
     if not 0 <= value <= 1:
         raise ValueError(
             f"{name} must be a fraction in [0, 1], got {value!r} (percents? divide by 100)")
+
+
+FIG3_SOURCES = {"hand": "hand-written", "generated": "generated draft", "label": "label-taught"}
+
+
+def fig3_from_rates(rates: pd.DataFrame, judge_main: str, out_png: Path,
+                    out_pdf: Path) -> pd.DataFrame:
+    """Figure 3 from the pipeline's rates: the start rubrics on Recon-72, one call per check,
+    under the main judge; each line from its two rates alone."""
+    rows = rates[(rates["dataset"] == "recon") & (rates["judge"] == judge_main)
+                 & (rates["item_set"] == "recon72") & (rates["rendering"] == "per_check")
+                 & (rates["round"] == 0) & (rates["gate"] == "none")]
+    pairs = {}
+    for source, label in FIG3_SOURCES.items():
+        of_source = rows[rows["source"] == source].set_index("metric")["value"]
+        if of_source.empty:
+            continue
+        missing = [m for m in ("correct_passed", "flawed_caught") if m not in of_source]
+        if missing or of_source[["correct_passed", "flawed_caught"]].isna().any():
+            raise ValueError(f"Figure 3: the {source} rubric has no defined {missing or 'rates'} "
+                             f"under {judge_main} on Recon-72")
+        pairs[label] = (of_source["correct_passed"] / 100, of_source["flawed_caught"] / 100)
+    if not pairs:
+        raise ValueError(f"Figure 3: no start-rubric rates of judge {judge_main} on Recon-72")
+    table = accuracy_vs_flawed_share(pairs)
+    plot_fig3(table, out_png, out_pdf, title=f"Accuracy vs flawed share (Recon-72, {judge_main})")
+    return table

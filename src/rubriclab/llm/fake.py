@@ -1,8 +1,10 @@
 """`fake/...` models: deterministic answers computed from the prompt, for tests and dry pipelines.
 
     fake/yes, fake/no      always "Yes" / "No"
-    fake/hash              "Yes" or "No" (yes_no format) or a short text, from sha256 of the
-                           request (messages, sample index), so different prompts and samples differ
+    fake/hash              "Yes" or "No" (yes_no format), a valid answer in the structured
+                           formats (scale, verdict list, rubric checks, rubric revision), or a
+                           short text, all from sha256 of the request (messages, sample
+                           index), so different prompts and samples differ
     fake/unparseable       always "Maybe, it depends." (never parses as yes/no)
     fake/empty             always "" (an empty answer is a failure)
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from urllib.parse import parse_qs
 
@@ -61,4 +64,50 @@ def fake_answer(request: Request, messages: list[dict[str, str]]) -> str:
         return ""
     if request.response_format == "yes_no":
         return "Yes" if int(digest[:8], 16) % 2 == 0 else "No"
+    structured = _structured_answer(request.response_format, messages, digest)
+    if structured is not None:
+        return structured
     return f"fake answer {digest[:12]}"
+
+
+_LISTED_CHECK = re.compile(r"^\[([^\]]+)\] ", re.MULTILINE)
+
+
+def _structured_answer(response_format: str, messages: list[dict[str, str]],
+                       digest: str) -> str | None:
+    """A valid answer in the structured formats, chosen by the digest (fake/hash only)."""
+    bits = int(digest, 16)
+    if response_format == "scale_1_10":
+        return str(1 + bits % 10)
+    if response_format.startswith("verdict_list_"):
+        n = int(response_format.rsplit("_", 1)[1])
+        return json.dumps({"verdicts": ["yes" if (bits >> k) & 1 else "no" for k in range(n)]})
+    if response_format == "rubric_checks":
+        n = 3 + bits % 4
+        return json.dumps({"checks": [f"The output meets fake requirement {digest[k * 4:k * 4 + 4]}."
+                                      for k in range(n)]})
+    if response_format == "rubric_revision":
+        return _fake_revision(messages[-1]["content"], digest)
+    return None
+
+
+def _fake_revision(prompt: str, digest: str) -> str:
+    """Keep, delete, edit or add, as the revision prompt's mode sentence allows."""
+    ids = _LISTED_CHECK.findall(prompt)
+    delete_only = "You may only keep or delete" in prompt
+    fixed_count = "must keep exactly" in prompt
+    entries = []
+    for k, check_id in enumerate(ids):
+        choice = int(digest[k % 60:k % 60 + 2], 16) % 4
+        if choice == 1 and len(ids) > 1 and k > 0:
+            entries.append({"id": check_id, "action": "delete"})
+        elif choice == 2 and not delete_only:
+            entries.append({"id": check_id, "action": "edit",
+                            "text": f"The output meets revised requirement {digest[k:k + 6]}."})
+        else:
+            entries.append({"id": check_id, "action": "keep"})
+    deletes = sum(e["action"] == "delete" for e in entries)
+    adds = deletes if fixed_count else (0 if delete_only else int(digest[-1], 16) % 3)
+    entries += [{"action": "add", "text": f"The output meets added requirement {digest[-6 - k:len(digest) - k]}."}
+                for k in range(adds)]
+    return json.dumps({"checks": entries})

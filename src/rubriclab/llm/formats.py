@@ -203,8 +203,11 @@ def get_format(name: str) -> ResponseFormat:
     try:
         return FORMATS[name]
     except KeyError:
+        match = _VERDICT_LIST.match(name)
+        if match:
+            return verdict_list_format(int(match.group(1)))
         raise ValueError(
-            f"unknown response format {name!r}; known formats: {', '.join(sorted(FORMATS))}"
+            f"unknown response format {name!r}; known formats: {', '.join(sorted(FORMATS))}, verdict_list_<n>"
         ) from None
 
 
@@ -283,3 +286,130 @@ FORMATS["rubric_revision"] = ResponseFormat(
         '"<text>"}, without an id. Use no other keys and no empty texts.'
     ),
 )
+
+_JSON_STRING_RULES = [
+    r'string ::= "\"" char+ "\""',
+    r'char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})',
+    r'ws ::= " "?',
+]
+
+_REVISION_GRAMMAR = "\n".join([
+    r'root ::= "{\"checks\": [" ws entry ("," ws entry)* "]}"',
+    r'entry ::= keep | edit | delete | add',
+    r'keep ::= "{\"id\": " string ", \"action\": \"keep\"}"',
+    r'edit ::= "{\"id\": " string ", \"action\": \"edit\", \"text\": " string "}"',
+    r'delete ::= "{\"id\": " string ", \"action\": \"delete\"}"',
+    r'add ::= "{\"action\": \"add\", \"text\": " string "}"',
+    *_JSON_STRING_RULES,
+]) + "\n"
+
+FORMATS["rubric_revision"] = ResponseFormat(
+    name=FORMATS["rubric_revision"].name,
+    parse=FORMATS["rubric_revision"].parse,
+    reask_instruction=FORMATS["rubric_revision"].reask_instruction,
+    gbnf_grammar=_REVISION_GRAMMAR,
+)
+
+
+# --- rubric_checks: a rubric written by a model (carry's generated and label-taught sources) ---
+
+MAX_RUBRIC_CHECKS = 20
+
+
+def parse_rubric_checks(text: str) -> list[str]:
+    """Exactly one JSON object `{"checks": ["<check>", ...]}` with 1..20 distinct non-empty texts."""
+    value = _load_strict_json(text, "a rubric")
+    if not isinstance(value, dict) or set(value) != {"checks"}:
+        raise UnparseableAnswer('expected a JSON object with the single key "checks"')
+    checks = value["checks"]
+    if not isinstance(checks, list) or not checks:
+        raise UnparseableAnswer('"checks" must be a non-empty JSON array of strings')
+    if len(checks) > MAX_RUBRIC_CHECKS:
+        raise UnparseableAnswer(f'"checks" has {len(checks)} entries; at most {MAX_RUBRIC_CHECKS}')
+    texts = []
+    for position, check in enumerate(checks):
+        if not isinstance(check, str) or not check.strip():
+            raise UnparseableAnswer(f'entry {position} of "checks" must be a non-empty string')
+        texts.append(" ".join(check.split()))
+    repeated = sorted({t for t in texts if texts.count(t) > 1})
+    if repeated:
+        raise UnparseableAnswer(f"check(s) given more than once: {repeated[:2]}")
+    return texts
+
+
+FORMATS["rubric_checks"] = ResponseFormat(
+    name="rubric_checks",
+    parse=parse_rubric_checks,
+    reask_instruction=(
+        "Your answer could not be read. Answer with exactly one JSON object and nothing else "
+        '(no code fence, no prose), of the form {"checks": ["<check 1>", "<check 2>", ...]}: '
+        f"between 1 and {MAX_RUBRIC_CHECKS} distinct checks, each a non-empty string."
+    ),
+    gbnf_grammar="\n".join([
+        r'root ::= "{\"checks\": [" ws string ("," ws string)* "]}"',
+        *_JSON_STRING_RULES,
+    ]) + "\n",
+)
+
+
+# --- scale_1_10: one integer score (carry's generic 1-10 scale rendering) ---------------------
+
+_SCALE = re.compile(r"^\s*(10|[1-9])\s*$")
+
+
+def parse_scale_1_10(text: str) -> int:
+    match = _SCALE.match(text)
+    if not match:
+        raise UnparseableAnswer(f"expected one whole number from 1 to 10, got {text[:80]!r}")
+    return int(match.group(1))
+
+
+FORMATS["scale_1_10"] = ResponseFormat(
+    name="scale_1_10",
+    parse=parse_scale_1_10,
+    reask_instruction=("Your answer could not be read. Answer with exactly one whole number "
+                       "from 1 to 10 and nothing else."),
+    gbnf_grammar='root ::= "10" | [1-9]\n',
+)
+
+
+# --- verdict_list_<n>: one Yes/No per check, all checks in one call (carry's all-in-one) ------
+
+_VERDICT_LIST = re.compile(r"^verdict_list_([1-9][0-9]?)$")
+
+
+def verdict_list_format(n_checks: int) -> ResponseFormat:
+    """`{"verdicts": ["yes"|"no", ...]}` with exactly `n_checks` entries, in check order."""
+    if not 1 <= n_checks <= 99:
+        raise ValueError(f"verdict_list needs 1..99 checks, got {n_checks}")
+
+    def parse(text: str) -> list[str]:
+        value = _load_strict_json(text, "a verdict list")
+        if not isinstance(value, dict) or set(value) != {"verdicts"}:
+            raise UnparseableAnswer('expected a JSON object with the single key "verdicts"')
+        verdicts = value["verdicts"]
+        if not isinstance(verdicts, list) or len(verdicts) != n_checks:
+            got = len(verdicts) if isinstance(verdicts, list) else type(verdicts).__name__
+            raise UnparseableAnswer(f'"verdicts" must list exactly {n_checks} answers, got {got}')
+        parsed = []
+        for position, verdict in enumerate(verdicts, start=1):
+            if not isinstance(verdict, str) or verdict.strip().lower() not in ("yes", "no"):
+                raise UnparseableAnswer(f"answer {position} must be \"yes\" or \"no\", got {verdict!r}")
+            parsed.append(verdict.strip().lower())
+        return parsed
+
+    answers = ' "," ws '.join(['answer'] * n_checks)
+    return ResponseFormat(
+        name=f"verdict_list_{n_checks}",
+        parse=parse,
+        reask_instruction=(
+            "Your answer could not be read. Answer with exactly one JSON object and nothing "
+            f'else, of the form {{"verdicts": ["yes", "no", ...]}} with exactly {n_checks} '
+            "answers, one per requirement, in the order given."
+        ),
+        gbnf_grammar="\n".join([
+            f'root ::= "{{\\"verdicts\\": [" {answers} "]}}"',
+            r'answer ::= "\"yes\"" | "\"no\""',
+            r'ws ::= " "?',
+        ]) + "\n",
+    )

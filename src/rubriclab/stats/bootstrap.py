@@ -155,3 +155,44 @@ def _checked_count(value: int, name: str) -> int:
 def _check_level(level: float) -> None:
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
+
+
+def ratio_bootstrap(
+    numerators: np.ndarray,
+    denominators: np.ndarray,
+    *,
+    B: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Paired bootstrap of many ratio statistics at once, with the draws of `paired_bootstrap`.
+
+    numerators, denominators: (n_units, n_statistics) arrays; statistic s on a draw is
+    sum(numerators[draw, s]) / sum(denominators[draw, s]), undefined (left out of its own
+    percentiles) where that denominator sum is 0. Every statistic sees the same draws as
+    `paired_bootstrap(n_units, ..., B=B, seed=seed)` would give it, so intervals of rates of
+    several rubrics on the same items are paired. Returns one row per statistic (column
+    order) with "estimate", "low", "high", "n_used", "B".
+    """
+    _check_level(level)
+    numerators = np.asarray(numerators, dtype=np.float64)
+    denominators = np.asarray(denominators, dtype=np.float64)
+    if numerators.shape != denominators.shape or numerators.ndim != 2:
+        raise ValueError(f"numerators {numerators.shape} and denominators {denominators.shape} "
+                         "must be 2-D arrays of the same shape (units x statistics)")
+    n_units, n_statistics = numerators.shape
+    with np.errstate(invalid="ignore", divide="ignore"):
+        estimates = _ratio(numerators.sum(axis=0), denominators.sum(axis=0))
+        replicates = np.empty((B, n_statistics))
+        for b, indices in enumerate(resample_indices(n_units, B, seed)):
+            replicates[b] = _ratio(numerators[indices].sum(axis=0),
+                                   denominators[indices].sum(axis=0))
+    rows = []
+    for s in range(n_statistics):
+        low, high, n_used = percentile_interval(replicates[:, s], level)
+        rows.append({"estimate": estimates[s], "low": low, "high": high, "n_used": n_used, "B": B})
+    return pd.DataFrame(rows, columns=["estimate", "low", "high", "n_used", "B"])
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1), np.nan)

@@ -1,0 +1,207 @@
+"""One judge's analysis of a carry dataset: rates of every rubric state, gate decisions,
+Shapley attribution and the deletions of the self-review chains.
+
+Item sets. Recon: the judged items are the Recon-108 reports of the chosen environments;
+Recon-72 (a subset) is the item set of Figure 1 and the gate items; rates of chains are on
+Recon-108, over all environments and over the evaluation environments. SummEdits /
+RAGTruth: the gate items are the calibration split, rates are on the evaluation split.
+
+Gate variants. standard: an operation on a rubric is decided with the judge's verdicts on
+every gate item in its scope. loo (Recon only, carry Table 2): the rubric that grades the
+reports of environment e is replayed with evidence from every gate item except e's reports
+(for a rubric written for e alone that leaves no evidence: Gates S and P then decide
+without labels and Gate R changes nothing; see `CautiousGate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from rubriclab.carry.experiment import (
+    EvidenceSource, State, Verdicts, attribution_rows, decision_rows, rate_rows,
+    rendering_state_codes, replay_chain, rubric_after, set_codes,
+)
+from rubriclab.carry.revision import Rubric
+
+START_LABELS = dict(mode="", seed=0, round=0, gate="none", variant="standard")
+
+
+@dataclass(frozen=True)
+class Chain:
+    source: str
+    record: Mapping  # as written by experiment.run_reviser_chain
+
+    @property
+    def labels(self) -> dict:
+        return dict(source=self.source, mode=self.record["mode"], seed=int(self.record["seed"]))
+
+
+@dataclass(frozen=True)
+class Setting:
+    dataset: str
+    judge: str
+    gates: Sequence[str]
+    renderings: Sequence[str]
+    B: int
+    seed: int
+
+
+def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
+            start_sets: Mapping[str, Mapping[str, Rubric]],
+            chains: Sequence[Chain]) -> dict[str, pd.DataFrame]:
+    recon = setting.dataset == "recon"
+    gate_items = items[items["in_recon72"]] if recon else items[items["split"] == "calibration"]
+    scored = items if recon else items[items["split"] == "evaluation"]
+    rows: list[dict] = []
+    decisions: list[dict] = []
+    common = dict(dataset=setting.dataset, judge=setting.judge)
+    metrics = ("correct_passed", "flawed_caught", "unplanned_caught") if recon else \
+        ("correct_passed", "flawed_caught")
+
+    if recon:
+        recon72 = items[items["in_recon72"]]
+        states = [State(dict(source=source, rendering=rendering, **START_LABELS),
+                        _rendering_codes(recon72, verdicts, source, rendering, rubric_set))
+                  for source, rubric_set in start_sets.items()
+                  for rendering in setting.renderings]
+        rows += rate_rows(recon72, states, metrics, setting.B, setting.seed, **common,
+                          item_set="recon72", environments="all")
+
+    chain_states = []
+    for source, rubric_set in start_sets.items():
+        chain_states.append(State(dict(source=source, rendering="per_check", **START_LABELS),
+                                  set_codes(scored, verdicts, lambda scope, s=rubric_set: s)))
+    standard = EvidenceSource(verdicts, gate_items)
+    for chain in chains:
+        for gate in setting.gates:
+            replayed = replay_chain(chain.record, gate, standard)
+            decisions += decision_rows(replayed, **common, **chain.labels, gate=gate,
+                                       variant="standard")
+            chain_states += _round_states(chain, gate, "standard", scored, verdicts,
+                                          lambda scope, r=replayed: r)
+            if recon:
+                by_environment = {
+                    environment: replay_chain(chain.record, gate, EvidenceSource(
+                        verdicts, gate_items[gate_items["scope"] != environment]))
+                    for environment in sorted(set(scored["scope"]))
+                }
+                chain_states += _round_states(chain, gate, "loo", scored, verdicts,
+                                              lambda scope, r=by_environment: r[scope])
+    item_set = "recon108" if recon else "evaluation"
+    rows += rate_rows(scored, chain_states, metrics, setting.B, setting.seed, **common,
+                      item_set=item_set, environments="all")
+    if recon:
+        evaluation = scored["split"] == "evaluation"
+        if evaluation.any():
+            subset = [State(s.labels, s.codes[evaluation.to_numpy()]) for s in chain_states]
+            rows += rate_rows(scored[evaluation], subset, metrics, setting.B, setting.seed,
+                              **common, item_set=item_set, environments="evaluation")
+
+    attribution, deletions = _attribution(setting, scored, verdicts, chains)
+    return {
+        "rates": pd.DataFrame(rows),
+        "decisions": pd.DataFrame(decisions),
+        "attribution": attribution,
+        "deletions": deletions,
+    }
+
+
+def _rendering_codes(items: pd.DataFrame, verdicts: Verdicts, source: str, rendering: str,
+                     rubric_set: Mapping[str, Rubric]) -> np.ndarray:
+    if rendering == "per_check":
+        return set_codes(items, verdicts, lambda scope: rubric_set)
+    return rendering_state_codes(items, verdicts, source, rendering)
+
+
+def _round_states(chain: Chain, gate: str, variant: str, items: pd.DataFrame,
+                  verdicts: Verdicts, results_for) -> list[State]:
+    """States after rounds 1..R; results_for(item scope) -> scope -> ChainResult."""
+    states = []
+    for round_number in range(1, int(chain.record["rounds"]) + 1):
+        def rubric_set(scope: str, n=round_number) -> dict[str, Rubric]:
+            return {s: result.rubric_after(n) for s, result in results_for(scope).items()}
+        states.append(State(dict(**chain.labels, rendering="per_check", round=round_number,
+                                 gate=gate, variant=variant),
+                            set_codes(items, verdicts, rubric_set)))
+    return states
+
+
+def _attribution(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
+                 chains: Sequence[Chain]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per check of every ungated chain state; and per deleted check, what it held."""
+    frames, deletions = [], []
+    for chain in chains:
+        record = chain.record
+        for scope, scope_chain in record["scopes"].items():
+            rounds = scope_chain["rounds"]
+            for round_number in range(0, len(rounds) + 1):
+                rubric = rubric_after(record, scope, round_number)
+                frame = attribution_rows(items, verdicts, scope, rubric)
+                following = rounds[round_number]["ops"] if round_number < len(rounds) else []
+                deleted = {op["id"] for op in following if op["action"] == "delete"}
+                frame = frame.assign(dataset=setting.dataset, judge=setting.judge,
+                                     **chain.labels, round=round_number, scope=scope,
+                                     deleted_next_round=frame["check_id"].isin(deleted))
+                frames.append(frame)
+                for row in frame[frame["deleted_next_round"]].itertuples(index=False):
+                    deletions.append(dict(dataset=setting.dataset, judge=setting.judge,
+                                          **chain.labels, round=round_number + 1, scope=scope,
+                                          check_id=row.check_id, origin=row.origin,
+                                          had_unique_catch=bool(row.unique_catches > 0),
+                                          had_blame=bool(row.blame > 0)))
+    attribution = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return attribution, pd.DataFrame(deletions, columns=[
+        "dataset", "judge", "source", "mode", "seed", "round", "scope", "check_id", "origin",
+        "had_unique_catch", "had_blame"])
+
+
+
+# --- Tables 4 and 5: which checks answer No ------------------------------------------------
+
+FAILING_COLUMNS = ["dataset", "item_id", "item_name", "label", "rubric_version",
+                   "failing_positions"]
+
+
+def pick_chain(chains: Sequence[Chain], preferred: Sequence[tuple[str, str]]) -> Chain:
+    """The first chain (lowest seed) of the first preferred (source, mode) that exists."""
+    for source, mode in preferred:
+        found = sorted((c for c in chains if c.source == source and c.record["mode"] == mode),
+                       key=lambda c: int(c.record["seed"]))
+        if found:
+            return found[0]
+    raise ValueError(f"no chain of {list(preferred)} among "
+                     f"{[(c.source, c.record['mode']) for c in chains]}")
+
+
+def failing_rows(dataset: str, items: pd.DataFrame, verdicts: Verdicts,
+                 versions: Mapping[str, Mapping[str, Rubric]], names: Mapping[str, str]) -> list:
+    """One row per (item, rubric version): the 1-based positions of its checks answered No."""
+    from rubriclab.carry.experiment import failing_positions, rubric_for
+    rows = []
+    for item in items.itertuples(index=False):
+        for version, rubric_set in versions.items():
+            rubric = rubric_for(rubric_set, item.scope)
+            rows.append(dict(dataset=dataset, item_id=item.item_id, item_name=names[item.item_id],
+                             label=item.label, rubric_version=version,
+                             failing_positions=failing_positions(verdicts, item.item_id, rubric)))
+    return rows
+
+
+def final_rubric_set(chain: Chain) -> dict[str, Rubric]:
+    rounds = int(chain.record["rounds"])
+    return {scope: rubric_after(chain.record, scope, rounds) for scope in chain.record["scopes"]}
+
+
+def recon_item_name(item_id: str) -> str:
+    """"recon:storage:wrong_resource-1" -> "wrong resource 1"."""
+    return item_id.rsplit(":", 1)[-1].replace("_", " ").replace("-", " ")
+
+
+def short_item_name(item_id: str) -> str:
+    """A stable five-character name for a long item id (carry Table 5 prints such names)."""
+    import hashlib
+    return hashlib.sha256(item_id.encode("utf-8")).hexdigest()[:5].upper()

@@ -1,0 +1,568 @@
+"""The carry experiment from rubrics to rates: judging plan, verdicts, chain replay under gates.
+
+Data flow (each step one Snakemake rule, see workflow/rules/carry.smk):
+1. start rubric sets (hand, generated, label; `rubriclab.carry.sources`);
+2. ungated self-review chains: the reviser's proposals, round by round (`run_reviser_chain`);
+3. one judging job per (dataset, judge): every check text that any rubric of any chain ever
+   holds, asked of every item in its scope, plus the one-call renderings of the start
+   rubrics on the rendering items (`judge_plan`);
+4. replay (`replay_chain`): each chain's recorded proposals decided by each gate with
+   evidence from that judge's verdicts on the gate items, then rates with paired bootstrap
+   intervals, Shapley attribution per check, and the checks each deletion removed.
+
+A verdict is per (item, check text): the judge prompt depends on the text only, so a check
+that keeps its text through an edit elsewhere, or appears in several chains, is judged once.
+Verdict codes: PASS (majority Yes), FAIL (majority No), UNDETERMINED (no majority: ties or
+unparseable votes). A rubric fails an item if a check fails it, passes it if every check
+passes it, and is undetermined otherwise; undetermined items are left out of the rates and
+counted, never mapped to pass or fail.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from rubriclab.carry.attribution import shapley_attribution
+from rubriclab.carry.checklists import Check
+from rubriclab.carry.gates import Decision, GateEvidence, get_gate
+from rubriclab.carry.prompts import per_check_messages
+from rubriclab.carry.renderings import rendering_call, rendering_outcome
+from rubriclab.carry.revision import (
+    Add, ChainResult, Delete, Edit, Keep, Operation, Revision, RevisionRejected, Rubric,
+    revision_from_answer, revision_messages, run_chain,
+)
+from rubriclab.carry.sources import ALL_SCOPE, rubric_from_dict, rubric_to_dict
+from rubriclab.llm import Request
+from rubriclab.stats.bootstrap import ratio_bootstrap
+
+PASS, UNDETERMINED, FAIL = 0, 1, 2
+METRICS = ("correct_passed", "flawed_caught", "unplanned_caught")
+ITEM_COLUMNS = ["item_id", "task", "output", "label", "scope", "split", "unplanned",
+                "in_recon72"]
+VERDICT_COLUMNS = ["item_id", "kind", "scope", "source", "rendering", "check_text", "vote",
+                   "answer"]
+RATE_COLUMNS = [
+    "dataset", "judge", "item_set", "environments", "source", "rendering", "mode", "seed",
+    "round", "gate", "variant", "metric", "value", "low", "high", "n", "n_undetermined",
+]
+
+
+# --- items ----------------------------------------------------------------------------------
+
+def recon_items(reports: pd.DataFrame, recon72_ids: Iterable[str],
+                environments: Sequence[str]) -> pd.DataFrame:
+    """Recon-108 reports of the chosen environments in ITEM_COLUMNS (scope = environment)."""
+    unknown = sorted(set(environments) - set(reports["environment"]))
+    if unknown:
+        raise ValueError(f"carry.recon.environments names unknown environment(s) {unknown}; "
+                         f"known: {sorted(set(reports['environment']))}")
+    chosen = reports[reports["environment"].isin(environments)].copy()
+    recon72 = set(recon72_ids)
+    items = pd.DataFrame({
+        "item_id": chosen["item_id"],
+        "task": chosen["task"],
+        "output": chosen["output"],
+        "label": chosen["label"],
+        "scope": chosen["environment"],
+        "split": chosen["split"],
+        "unplanned": (chosen["label"] == "flawed") & ~chosen["planned"].astype(bool),
+        "in_recon72": chosen["item_id"].isin(recon72),
+    })
+    return items.sort_values("item_id", kind="stable").reset_index(drop=True)
+
+
+def labelled_items(table: pd.DataFrame) -> pd.DataFrame:
+    """A prepared SummEdits / RAGTruth table in ITEM_COLUMNS (scope "all", no unplanned)."""
+    items = pd.DataFrame({
+        "item_id": table["item_id"], "task": table["task"], "output": table["output"],
+        "label": table["label"], "scope": ALL_SCOPE, "split": table["split"],
+        "unplanned": False, "in_recon72": False,
+    })
+    return items.sort_values("item_id", kind="stable").reset_index(drop=True)
+
+
+def applies(rubric_scope: str, item_scope: str) -> bool:
+    return rubric_scope == ALL_SCOPE or rubric_scope == item_scope
+
+
+def rubric_for(rubric_set: Mapping[str, Rubric], item_scope: str) -> Rubric:
+    if item_scope in rubric_set:
+        return rubric_set[item_scope]
+    if ALL_SCOPE in rubric_set:
+        return rubric_set[ALL_SCOPE]
+    raise ValueError(f"no rubric of the set applies to scope {item_scope!r} "
+                     f"(scopes: {sorted(rubric_set)})")
+
+
+# --- self-review chains (the reviser's proposals, ungated) ----------------------------------
+
+def revision_to_record(revision: Revision | RevisionRejected) -> dict:
+    if isinstance(revision, RevisionRejected):
+        return {"status": revision.kind, "reason": revision.reason, "ops": []}
+    ops = []
+    for op in revision.ops:
+        if isinstance(op, Keep):
+            ops.append({"action": "keep", "id": op.check_id})
+        elif isinstance(op, Edit):
+            ops.append({"action": "edit", "id": op.check_id, "text": op.new_text})
+        elif isinstance(op, Delete):
+            ops.append({"action": "delete", "id": op.check_id})
+        else:
+            ops.append({"action": "add", "text": op.new_text})
+    return {"status": "proposed", "reason": "", "ops": ops}
+
+
+def revision_from_record(record: Mapping, round_number: int, reviser: str,
+                         mode: str) -> Revision | RevisionRejected:
+    if record["status"] != "proposed":
+        return RevisionRejected(record["reason"], kind=record["status"])
+    ops: list[Operation] = []
+    for op in record["ops"]:
+        action = op["action"]
+        if action == "keep":
+            ops.append(Keep(op["id"]))
+        elif action == "edit":
+            ops.append(Edit(op["id"], op["text"]))
+        elif action == "delete":
+            ops.append(Delete(op["id"]))
+        elif action == "add":
+            ops.append(Add(op["text"]))
+        else:
+            raise ValueError(f"round {round_number}: unknown action {action!r} in a chain record")
+    return Revision(ops=tuple(ops), round=round_number, reviser=reviser, mode=mode)
+
+
+def run_reviser_chain(start: Mapping[str, Rubric], rounds: int, mode: str, seed: int,
+                      reviser: str, temperature: float, max_tokens: int, description: str,
+                      ask: Callable[[Request], object]) -> dict:
+    """Every scope's rubric revised for `rounds` rounds, ungated; the record of the chain.
+
+    `ask(request)` returns a Completion (the model layer's); its raw text is parsed against
+    the rubric and mode. Unparseable and invalid proposals are recorded and counted, and that
+    round leaves the rubric as it was.
+    """
+    scopes = {}
+    for scope, rubric in start.items():
+        def propose(current: Rubric, round_number: int) -> Revision | RevisionRejected:
+            request = Request.chat(
+                reviser, revision_messages(description, current, mode),
+                temperature=temperature, max_tokens=max_tokens,
+                response_format="rubric_revision", sample_index=seed)
+            completion = ask(request)
+            if completion.outcome != "ok":
+                return RevisionRejected(f"reviser answer {completion.outcome}: "
+                                        f"{completion.error or completion.text[:120]!r}",
+                                        kind="unparseable")
+            return revision_from_answer(completion.text, current, mode, round_number, reviser)
+
+        result = run_chain(rubric, rounds, propose)
+        scopes[scope] = {
+            "start": rubric_to_dict(rubric),
+            "rounds": [dict(round=r.round, **revision_to_record(r.proposal),
+                            rubric=rubric_to_dict(r.rubric)) for r in result.rounds],
+        }
+    return {"mode": mode, "seed": seed, "reviser": reviser, "rounds": rounds, "scopes": scopes}
+
+
+def chain_counts(record: Mapping) -> dict[str, int]:
+    counts = {"proposed": 0, "rejected": 0, "unparseable": 0}
+    for scope in record["scopes"].values():
+        for round_record in scope["rounds"]:
+            counts[round_record["status"]] += 1
+    return counts
+
+
+# --- what the judge is asked ----------------------------------------------------------------
+
+def check_texts_by_scope(rubric_sets: Iterable[Mapping[str, Rubric]],
+                         chain_records: Iterable[Mapping]) -> dict[str, list[str]]:
+    """Every check text any rubric ever holds, per scope, in first-seen order."""
+    texts: dict[str, dict[str, None]] = {}
+
+    def note(scope: str, text: str) -> None:
+        texts.setdefault(scope, {})[text] = None
+
+    for rubric_set in rubric_sets:
+        for scope, rubric in rubric_set.items():
+            for check in rubric.checks:
+                note(scope, check.text)
+    for record in chain_records:
+        for scope, chain in record["scopes"].items():
+            for check in chain["start"]["checks"]:
+                note(scope, check["text"])
+            for round_record in chain["rounds"]:
+                for op in round_record["ops"]:
+                    if "text" in op:
+                        note(scope, op["text"])
+    return {scope: list(found) for scope, found in texts.items()}
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    model: str
+    votes: int
+    temperature: float
+    max_tokens: int
+
+
+def judge_plan(items: pd.DataFrame, texts_by_scope: Mapping[str, Sequence[str]],
+               description: str, spec: JudgeSpec,
+               rendering_sets: Mapping[str, Mapping[str, Rubric]] | None = None,
+               renderings: Sequence[str] = (),
+               rendering_item_ids: Iterable[str] = ()) -> tuple[list[Request], list[dict]]:
+    """Requests in judging order (item by item, checks then renderings) and their rows."""
+    if spec.votes < 1:
+        raise ValueError(f"votes must be >= 1, got {spec.votes}")
+    rendered_items = set(rendering_item_ids)
+    requests: list[Request] = []
+    rows: list[dict] = []
+    for item in items.itertuples(index=False):
+        texts = [t for scope, scoped in texts_by_scope.items() if applies(scope, item.scope)
+                 for t in scoped]
+        for vote in range(spec.votes):
+            common = dict(temperature=spec.temperature, sample_index=vote)
+            for text in dict.fromkeys(texts):
+                check = Check(id="check", text=text, origin="")
+                requests.append(Request.chat(
+                    spec.model, per_check_messages(item.task, item.output, check, description),
+                    max_tokens=spec.max_tokens, response_format="yes_no", **common))
+                rows.append(dict(item_id=item.item_id, kind="check", scope=item.scope,
+                                 source="", rendering="per_check", check_text=text, vote=vote))
+            if item.item_id not in rendered_items:
+                continue
+            for source, rubric_set in (rendering_sets or {}).items():
+                checklist = rubric_for(rubric_set, item.scope).to_checklist(description)
+                for rendering in renderings:
+                    messages, response_format = rendering_call(rendering, item.task,
+                                                               item.output, checklist)
+                    max_tokens = 8 * len(checklist.checks) + 16 if rendering == "all_in_one" \
+                        else spec.max_tokens
+                    requests.append(Request.chat(spec.model, messages, max_tokens=max_tokens,
+                                                 response_format=response_format, **common))
+                    rows.append(dict(item_id=item.item_id, kind="rendering", scope=item.scope,
+                                     source=source, rendering=rendering, check_text="",
+                                     vote=vote))
+    return requests, rows
+
+
+def verdict_rows(rows: list[dict], completions: Sequence) -> pd.DataFrame:
+    """The verdict table: per_check answers "yes"/"no", renderings "pass"/"fail", or
+    "unparseable" (never guessed)."""
+    out = []
+    for row, completion in zip(rows, completions, strict=True):
+        if completion.outcome != "ok":
+            answer = "unparseable"
+        elif row["kind"] == "check":
+            answer = completion.parsed
+        else:
+            answer = rendering_outcome(row["rendering"], completion.parsed)
+        out.append({**row, "answer": answer})
+    return pd.DataFrame(out, columns=VERDICT_COLUMNS)
+
+
+# --- verdicts -> codes ----------------------------------------------------------------------
+
+def _majority(answers: pd.Series, positive: str, negative: str) -> int:
+    votes = len(answers)
+    if (answers == positive).sum() * 2 > votes:
+        return PASS
+    if (answers == negative).sum() * 2 > votes:
+        return FAIL
+    return UNDETERMINED
+
+
+def check_codes(verdicts: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """(item_id, check text) -> PASS / FAIL / UNDETERMINED, by majority over votes."""
+    checks = verdicts[verdicts["kind"] == "check"]
+    bad = ~checks["answer"].isin(["yes", "no", "unparseable"])
+    if bad.any():
+        first = checks[bad].iloc[0]
+        raise ValueError(f"verdict table: answer {first['answer']!r} for item "
+                         f"{first['item_id']!r} is not yes, no or unparseable")
+    grouped = checks.groupby(["item_id", "check_text"], sort=False)["answer"]
+    return {key: _majority(answers, "yes", "no") for key, answers in grouped}
+
+
+def rendering_codes(verdicts: pd.DataFrame) -> dict[tuple[str, str, str], int]:
+    """(item_id, source, rendering) -> code, for the one-call renderings."""
+    rendered = verdicts[verdicts["kind"] == "rendering"]
+    grouped = rendered.groupby(["item_id", "source", "rendering"], sort=False)["answer"]
+    return {key: _majority(answers, "pass", "fail") for key, answers in grouped}
+
+
+class Verdicts:
+    """Lookups of check verdict codes, raising on a (item, text) the judge was never asked."""
+
+    def __init__(self, verdicts: pd.DataFrame):
+        self.codes = check_codes(verdicts)
+        self.rendered = rendering_codes(verdicts)
+
+    def code(self, item_id: str, text: str) -> int:
+        try:
+            return self.codes[(item_id, text)]
+        except KeyError:
+            raise ValueError(f"no verdict for item {item_id!r} on check {text[:60]!r}: the "
+                             "judging job did not ask it (stale verdicts file?)") from None
+
+    def rubric_code(self, item_id: str, rubric: Rubric) -> int:
+        return max(self.code(item_id, check.text) for check in rubric.checks)
+
+    def matrix(self, item_ids: Sequence[str], texts: Sequence[str]) -> np.ndarray:
+        return np.array([[self.code(i, t) for t in texts] for i in item_ids],
+                        dtype=np.int8).reshape(len(item_ids), len(texts))
+
+
+# --- gate replay ----------------------------------------------------------------------------
+
+def adapt_revision(recorded: Revision, rubric: Rubric) -> Revision:
+    """A recorded proposal made for the ungated rubric, applied to a gated one.
+
+    Operations on checks the gated rubric does not hold (an add an earlier gate refused, a
+    check it already removed) are dropped; checks of the gated rubric the proposal never
+    mentions (the reviser had deleted them from its own rubric) get an explicit keep, which
+    the gate decides like any keep. Adds stay in order, so they get the same ids.
+    """
+    held = set(rubric.ids)
+    ops: list[Operation] = []
+    mentioned = set()
+    for op in recorded.ops:
+        if isinstance(op, Add):
+            ops.append(op)
+        elif op.check_id in held:
+            ops.append(op)
+            mentioned.add(op.check_id)
+    ops += [Keep(check_id) for check_id in rubric.ids if check_id not in mentioned]
+    return Revision(ops=tuple(ops), round=recorded.round, reviser=recorded.reviser,
+                    mode=recorded.mode)
+
+
+@dataclass
+class EvidenceSource:
+    """Gate evidence: the judge's verdicts on the gate items (labelled, in the rubric's scope)."""
+
+    verdicts: Verdicts
+    items: pd.DataFrame  # gate items: item_id, label, scope
+
+    def for_scope(self, scope: str) -> Callable[[Rubric, Revision], GateEvidence]:
+        in_scope = self.items[[applies(scope, s) for s in self.items["scope"]]]
+
+        def evidence(rubric: Rubric, revision: Revision) -> GateEvidence:
+            proposed = {i: op.new_text for i, op in enumerate(revision.ops)
+                        if isinstance(op, (Edit, Add))}
+            texts = [c.text for c in rubric.checks] + list(proposed.values())
+            codes = self.verdicts.matrix(list(in_scope["item_id"]), texts)
+            determined = (codes != UNDETERMINED).all(axis=1)
+            fails = codes[determined] == FAIL
+            n = len(rubric.checks)
+            return GateEvidence(
+                flawed=(in_scope["label"].to_numpy()[determined] == "flawed"),
+                current_fails={c.id: fails[:, k] for k, c in enumerate(rubric.checks)},
+                proposed_fails={i: fails[:, n + k] for k, i in enumerate(proposed)},
+            )
+
+        return evidence
+
+
+@dataclass(frozen=True)
+class CautiousGate:
+    """A gate that cannot decide without evidence of both labels refuses every change.
+
+    Gate R compares balanced accuracy, which needs calibration items of both labels; with
+    fewer (a leave-one-environment-out replay of an environment-specific rubric), keeps are
+    accepted and every other operation is refused, so the rubric stays as it was.
+    """
+
+    inner: object
+    name: str
+
+    def decide(self, rubric: Rubric, revision: Revision,
+               evidence: GateEvidence | None) -> list[Decision]:
+        if self.name == "R" and evidence is not None:
+            flawed = evidence.flawed
+            if flawed.all() or not flawed.any():
+                return [Decision(i, isinstance(op, Keep),
+                                 "Gate R: no calibration items of both labels")
+                        for i, op in enumerate(revision.ops)]
+        return self.inner.decide(rubric, revision, evidence)
+
+
+def replay_chain(record: Mapping, gate_name: str,
+                 evidence_source: EvidenceSource | None) -> dict[str, ChainResult]:
+    """Every scope of a recorded chain replayed with `gate_name` deciding each operation."""
+    gate = CautiousGate(get_gate(gate_name), gate_name)
+    results = {}
+    for scope, chain in record["scopes"].items():
+        start = rubric_from_dict(chain["start"])
+        recorded = [revision_from_record(r, r["round"], record["reviser"], record["mode"])
+                    for r in chain["rounds"]]
+
+        def propose(rubric: Rubric, round_number: int, recorded=recorded):
+            proposal = recorded[round_number - 1]
+            if isinstance(proposal, RevisionRejected):
+                return proposal
+            return adapt_revision(proposal, rubric)
+
+        evidence = evidence_source.for_scope(scope) if evidence_source is not None else None
+        results[scope] = run_chain(start, len(recorded), propose,
+                                   gate=None if gate_name == "none" else gate,
+                                   evidence=evidence)
+    return results
+
+
+def decision_rows(results: Mapping[str, ChainResult], **labels: object) -> list[dict]:
+    rows = []
+    for scope, result in results.items():
+        for chain_round in result.rounds:
+            if chain_round.rejected:
+                rows.append(dict(labels, scope=scope, round=chain_round.round, op_index=-1,
+                                 action="", check_id="", accepted=False,
+                                 reason=f"proposal {chain_round.proposal.kind}: "
+                                        f"{chain_round.proposal.reason}"))
+                continue
+            for decision in chain_round.decisions or _ungated(chain_round):
+                op = chain_round.proposal.ops[decision.op_index]
+                rows.append(dict(labels, scope=scope, round=chain_round.round,
+                                 op_index=decision.op_index, action=type(op).__name__.lower(),
+                                 check_id=getattr(op, "check_id", ""),
+                                 accepted=decision.accepted, reason=decision.reason))
+    return rows
+
+
+def _ungated(chain_round) -> list[Decision]:
+    return [Decision(i, True, "ungated") for i in range(len(chain_round.proposal.ops))]
+
+
+# --- rates ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class State:
+    """One rubric state whose outcome is known for every item of an item set."""
+
+    labels: dict
+    codes: np.ndarray  # (n_items,) PASS / FAIL / UNDETERMINED
+
+
+def rate_rows(items: pd.DataFrame, states: Sequence[State], metrics: Sequence[str],
+              B: int, seed: int, **columns: object) -> list[dict]:
+    """Every metric of every state, with paired bootstrap intervals over these items."""
+    if not states:
+        return []
+    correct = (items["label"] == "correct").to_numpy()
+    flawed = (items["label"] == "flawed").to_numpy()
+    unplanned = items["unplanned"].to_numpy(dtype=bool)
+    groups = {"correct_passed": (correct, PASS), "flawed_caught": (flawed, FAIL),
+              "unplanned_caught": (flawed & unplanned, FAIL)}
+    numerators, denominators, meta = [], [], []
+    for state in states:
+        determined = state.codes != UNDETERMINED
+        for metric in metrics:
+            members, success = groups[metric]
+            denominators.append(members & determined)
+            numerators.append(members & (state.codes == success))
+            meta.append((state, metric, int((members & ~determined).sum())))
+    table = ratio_bootstrap(np.column_stack(numerators), np.column_stack(denominators),
+                            B=B, seed=seed)
+    rows = []
+    for (state, metric, undetermined), stats, den in zip(meta, table.itertuples(index=False),
+                                                         denominators, strict=True):
+        rows.append(dict(columns, **state.labels, metric=metric,
+                         value=100 * stats.estimate, low=100 * stats.low, high=100 * stats.high,
+                         n=int(den.sum()), n_undetermined=undetermined))
+    return rows
+
+
+def set_codes(items: pd.DataFrame, verdicts: Verdicts,
+              rubric_set_for: Callable[[str], Mapping[str, Rubric]]) -> np.ndarray:
+    """Per item, the code of the rubric that applies to it (rubric_set_for(item scope))."""
+    return np.array([verdicts.rubric_code(row.item_id, rubric_for(rubric_set_for(row.scope),
+                                                                   row.scope))
+                     for row in items.itertuples(index=False)], dtype=np.int8)
+
+
+def rendering_state_codes(items: pd.DataFrame, verdicts: Verdicts, source: str,
+                          rendering: str) -> np.ndarray:
+    codes = []
+    for item_id in items["item_id"]:
+        key = (item_id, source, rendering)
+        if key not in verdicts.rendered:
+            raise ValueError(f"no {rendering} verdict for item {item_id!r} under the {source} "
+                             "rubric: the judging job did not ask it")
+        codes.append(verdicts.rendered[key])
+    return np.array(codes, dtype=np.int8)
+
+
+# --- attribution ----------------------------------------------------------------------------
+
+def attribution_rows(items: pd.DataFrame, verdicts: Verdicts, scope: str,
+                     rubric: Rubric) -> pd.DataFrame:
+    """Shapley credit, blame and unique catches of each check on the items in `scope`
+    whose verdicts on every check of the rubric are determined."""
+    in_scope = items[[applies(scope, s) for s in items["scope"]]]
+    codes = verdicts.matrix(list(in_scope["item_id"]), [c.text for c in rubric.checks])
+    determined = (codes != UNDETERMINED).all(axis=1)
+    flawed = in_scope["label"].to_numpy()[determined] == "flawed"
+    attribution = shapley_attribution(codes[determined] == FAIL, flawed)
+    frame = attribution.to_frame(rubric.ids)
+    frame.insert(1, "origin", [c.origin for c in rubric.checks])
+    frame["n_items"] = int(determined.sum())
+    return frame
+
+
+def failing_positions(verdicts: Verdicts, item_id: str, rubric: Rubric) -> str:
+    """JSON list of the 1-based positions of the checks answered No on the item."""
+    positions = [n for n, check in enumerate(rubric.checks, start=1)
+                 if verdicts.code(item_id, check.text) == FAIL]
+    return json.dumps(positions)
+
+
+def rubric_after(record: Mapping, scope: str, round_number: int) -> Rubric:
+    chain = record["scopes"][scope]
+    if round_number == 0:
+        return rubric_from_dict(chain["start"])
+    return rubric_from_dict(chain["rounds"][round_number - 1]["rubric"])
+
+
+def checked_rubric_round_trip(record: Mapping) -> None:
+    """The ungated replay of a record must give the rubrics the record holds."""
+    replayed = replay_chain(record, "none", None)
+    for scope, result in replayed.items():
+        for chain_round in result.rounds:
+            stored = rubric_after(record, scope, chain_round.round)
+            if rubric_to_dict(stored) != rubric_to_dict(chain_round.rubric):
+                raise ValueError(f"chain record: scope {scope!r} round {chain_round.round}: "
+                                 "the stored rubric is not what its operations give")
+
+
+
+# --- jobs -----------------------------------------------------------------------------------
+
+def read_items(path) -> pd.DataFrame:
+    items = pd.read_csv(path, keep_default_na=False)
+    missing = [c for c in ITEM_COLUMNS if c not in items.columns]
+    if missing:
+        raise ValueError(f"{path}: not a carry item table, missing column(s) {missing}")
+    for column in ("unplanned", "in_recon72"):
+        values = set(items[column].astype(str))
+        if not values <= {"True", "False"}:
+            raise ValueError(f"{path}: column {column!r} must be True/False, got {sorted(values)}")
+        items[column] = items[column].astype(str) == "True"
+    return items
+
+
+def judge_items_and_rubrics(client, dataset: str, items: pd.DataFrame,
+                            starts: Mapping[str, Mapping[str, Rubric]],
+                            chain_records: Sequence[Mapping], description: str,
+                            spec: JudgeSpec, renderings: Sequence[str]) -> pd.DataFrame:
+    """The judging job of one (dataset, judge): see the module docstring, step 3."""
+    texts = check_texts_by_scope(starts.values(), chain_records)
+    one_call = [r for r in renderings if r != "per_check"] if dataset == "recon" else []
+    rendered = items.loc[items["in_recon72"], "item_id"] if one_call else []
+    requests, rows = judge_plan(items, texts, description, spec, rendering_sets=starts,
+                                renderings=one_call, rendering_item_ids=rendered)
+    completions = client.run(requests, label=f"carry judge {dataset} {spec.model}")
+    return verdict_rows(rows, completions)

@@ -1,0 +1,563 @@
+"""Figures 1, 4, 5 and 6 of the carry work, drawn from the pipeline's tidy tables.
+
+Every function here reads tidy (long) pandas tables, selects the rows its figure needs,
+draws them (matplotlib Agg, PNG and PDF) and returns the tidy table it plotted. Rates are
+percents (0-100); `low`/`high` are the 95% paired-bootstrap bounds, NaN when undefined
+(drawn without an error bar). Bad input raises ValueError naming the missing column or
+the empty selection; nothing is ever plotted silently empty.
+
+The row selection helpers (`normalized_rates`, `select`, `ensure_unique`,
+`chains_with_start`) are shared with rubriclab.carry.tables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import MaxNLocator, PercentFormatter  # noqa: E402
+
+RATES_COLUMNS = [
+    "dataset", "judge", "item_set", "environments", "source", "rendering", "mode", "seed",
+    "round", "gate", "variant", "metric", "value", "low", "high", "n", "n_undetermined",
+]
+ATTRIBUTION_COLUMNS = [
+    "dataset", "judge", "source", "mode", "seed", "round", "scope", "check_id", "origin",
+    "credit", "blame", "unique_catches", "deleted_next_round",
+]
+DELETIONS_COLUMNS = [
+    "dataset", "judge", "source", "mode", "seed", "round", "scope", "check_id", "origin",
+    "had_unique_catch", "had_blame",
+]
+CHAIN_KEYS = ["source", "mode", "seed"]
+STATE_KEYS = ["source", "mode", "seed", "round", "scope", "check_id"]
+METRICS = ["correct_passed", "flawed_caught", "unplanned_caught"]
+GATES = ["none", "R", "P", "S", "S+P"]
+
+SOURCE_ORDER = ["hand", "generated", "label", "generic"]
+RENDERING_ORDER = ["per_check", "all_in_one", "paragraph", "scale"]
+MODE_ORDER = ["free", "fixed_count", "delete_only"]
+ORIGIN_ORDER = ["hand", "generated", "label"]
+
+SOURCE_TITLES = {"hand": "Hand-written", "generated": "Generated", "label": "Label-taught",
+                 "generic": "Generic"}
+RENDERING_TITLES = {"per_check": "per check", "all_in_one": "all in one",
+                    "paragraph": "paragraph", "scale": "generic scale"}
+MODE_TITLES = {"free": "free", "fixed_count": "fixed count", "delete_only": "delete only"}
+METRIC_TITLES = {"correct_passed": "correct passed", "flawed_caught": "flawed caught",
+                 "unplanned_caught": "unplanned caught"}
+GATE_TITLES = {"none": "ungated", "R": "Gate R", "P": "Gate P", "S": "Gate S",
+               "S+P": "Gate S+P"}
+
+SOURCE_COLORS = {"hand": "tab:blue", "generated": "tab:orange", "label": "tab:green",
+                 "generic": "tab:gray"}
+RENDERING_MARKERS = {"per_check": "o", "all_in_one": "s", "paragraph": "^", "scale": "D"}
+MODE_COLORS = {"free": "tab:red", "fixed_count": "tab:purple", "delete_only": "tab:blue"}
+METRIC_COLORS = {"correct_passed": "tab:green", "flawed_caught": "tab:red",
+                 "unplanned_caught": "tab:orange"}
+METRIC_LINESTYLES = {"correct_passed": "-", "flawed_caught": "--", "unplanned_caught": ":"}
+
+FIG1_COLUMNS = ["panel", "judge", "source", "rendering", "metric", "value", "low", "high",
+                "n", "n_undetermined"]
+FIG4_COLUMNS = ["source", "mode", "round", "metric", "value", "min", "max", "seeds"]
+FIG5_COLUMNS = ["origin", "checks", "mean_credit", "mean_blame", "deleted",
+                "deleted_with_unique_catch", "deleted_with_blame"]
+FIG6_COLUMNS = ["source", "gate", "metric", "value", "min", "max", "chains", "final_round",
+                "start"]
+
+
+# --------------------------------------------------------------------------- selection
+
+def require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> None:
+    """Raise ValueError naming every column of `columns` that `frame` lacks."""
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"{what} table must be a pandas DataFrame, got {type(frame).__name__}")
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} table is missing column(s) {missing}")
+
+
+def normalized_rates(rates: pd.DataFrame) -> pd.DataFrame:
+    """A checked copy of a RATES table: mode NaN (an empty string read from CSV) becomes ""."""
+    require_columns(rates, RATES_COLUMNS, "rates")
+    frame = rates.copy()
+    frame["mode"] = frame["mode"].fillna("").astype(str)
+    for column in ("seed", "round"):
+        frame[column] = frame[column].astype(int)
+    for column in ("value", "low", "high"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+    return frame
+
+
+def select(frame: pd.DataFrame, what: str, **conditions) -> pd.DataFrame:
+    """Rows meeting every condition (a scalar: equal; a list/tuple/set: one of); never empty."""
+    mask = pd.Series(True, index=frame.index)
+    for column, wanted in conditions.items():
+        if isinstance(wanted, (list, tuple, set, frozenset)):
+            mask &= frame[column].isin(list(wanted))
+        else:
+            mask &= frame[column] == wanted
+    rows = frame[mask]
+    if rows.empty:
+        described = ", ".join(f"{column}={wanted!r}" for column, wanted in conditions.items())
+        raise ValueError(f"{what}: no rows with {described}")
+    return rows
+
+
+def ensure_unique(rows: pd.DataFrame, keys: list[str], what: str) -> None:
+    """Raise when several rows share `keys`, naming the columns that tell them apart."""
+    duplicated = rows.duplicated(keys, keep=False)
+    if not duplicated.any():
+        return
+    first = rows[duplicated].iloc[0]
+    same = rows[(rows[keys] == first[keys]).all(axis=1)]
+    differing = [c for c in rows.columns if c not in keys and same[c].nunique(dropna=False) > 1]
+    raise ValueError(f"{what}: {len(same)} rows for {dict(first[keys])} (they differ in "
+                     f"{differing or 'nothing'}); narrow the selection")
+
+
+def chains_with_start(rows: pd.DataFrame, what: str) -> pd.DataFrame:
+    """The revision-chain rows (mode not "") of a selection, each chain with round-0 rows.
+
+    A chain (judge, source, mode, seed) keeps its own round-0 rows; one without them
+    borrows the start rubric's (mode "", round 0, gate none, same judge, source and
+    rendering), relabelled with the chain's mode and seed.
+    """
+    chains = rows[rows["mode"] != ""]
+    if chains.empty:
+        raise ValueError(f"{what}: no revision-chain rows (mode free, fixed_count or "
+                         f"delete_only) in the selection")
+    starts = rows[(rows["mode"] == "") & (rows["round"] == 0) & (rows["gate"] == "none")]
+    borrowed = []
+    for (judge, source, mode, seed), chain in chains.groupby(["judge", *CHAIN_KEYS], sort=False):
+        if (chain["round"] == 0).any():
+            continue
+        start = starts[(starts["judge"] == judge) & (starts["source"] == source)
+                       & starts["rendering"].isin(chain["rendering"].unique())]
+        if start.empty:
+            raise ValueError(f"{what}: chain {source}/{mode}/seed {seed} under {judge} has no "
+                             f"round-0 rows and there is no start rubric (mode '') to borrow")
+        borrowed.append(start.assign(mode=mode, seed=seed))
+    return pd.concat([chains, *borrowed], ignore_index=True)
+
+
+def ordered(values: Iterable[str], preferred: Sequence[str]) -> list[str]:
+    """Distinct values: those in `preferred` in its order, then the rest sorted."""
+    distinct = list(dict.fromkeys(values))
+    return [v for v in preferred if v in distinct] + sorted(v for v in distinct
+                                                            if v not in preferred)
+
+
+def sort_chains(frame: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame:
+    """Rows in source, mode, seed order (then `extra` columns)."""
+    source_rank = {v: i for i, v in enumerate(ordered(frame["source"], SOURCE_ORDER))}
+    mode_rank = {v: i for i, v in enumerate(ordered(frame["mode"], MODE_ORDER))}
+    ranks = {"source": source_rank, "mode": mode_rank}
+    return frame.sort_values(
+        [*CHAIN_KEYS, *extra], kind="stable",
+        key=lambda column: column.map(ranks[column.name]) if column.name in ranks else column,
+    ).reset_index(drop=True)
+
+
+def item_count(rows: pd.DataFrame, metric: str) -> int:
+    """Items of a metric's kind: the largest determined + undetermined count among its rows."""
+    kind = rows[rows["metric"] == metric]
+    return int((kind["n"] + kind["n_undetermined"]).max()) if not kind.empty else 0
+
+
+def judge_label(judge: str) -> str:
+    return str(judge)
+
+
+# --------------------------------------------------------------------------- drawing
+
+def _save(fig, out_png: Path, out_pdf: Path) -> None:
+    for path in (Path(out_png), Path(out_pdf)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=150)
+
+
+def _error(values: pd.Series, low: pd.Series, high: pd.Series) -> np.ndarray:
+    """Asymmetric error-bar lengths; undefined bounds draw no bar."""
+    below = (values - low).clip(lower=0).fillna(0)
+    above = (high - values).clip(lower=0).fillna(0)
+    return np.vstack([below.to_numpy(float), above.to_numpy(float)])
+
+
+def _percent_axis(ax, axis: str = "y") -> None:
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_formatter(PercentFormatter(100, decimals=0))
+    (ax.set_ylim if axis == "y" else ax.set_xlim)(0, 102)
+
+
+def _panel_title(index: int, text: str) -> str:
+    return f"({chr(ord('a') + index)}) {text}"
+
+
+# --------------------------------------------------------------------------- Figure 1
+
+def fig1_table(rates: pd.DataFrame, judge_main: str) -> pd.DataFrame:
+    """Start rubrics on Recon-72: panel a = judge_main's two rates, panel b = every judge's
+    correct passed; one row per panel, judge, source, rendering and metric."""
+    frame = normalized_rates(rates)
+    rows = select(frame, "Figure 1", dataset="recon", item_set="recon72", environments="all",
+                  variant="standard", mode="", round=0, gate="none",
+                  metric=["correct_passed", "flawed_caught"])
+    select(rows, "Figure 1 panel (a)", judge=judge_main)
+    ensure_unique(rows, ["judge", "source", "rendering", "metric"], "Figure 1")
+    panel_a = rows[rows["judge"] == judge_main].assign(panel="a")
+    panel_b = rows[rows["metric"] == "correct_passed"].assign(panel="b")
+    table = pd.concat([panel_a, panel_b], ignore_index=True)
+    judge_rank = {j: i for i, j in enumerate(dict.fromkeys(rows["judge"]))}
+    ranks = {"judge": judge_rank,
+             "source": {v: i for i, v in enumerate(ordered(rows["source"], SOURCE_ORDER))},
+             "rendering": {v: i for i, v in enumerate(ordered(rows["rendering"], RENDERING_ORDER))}}
+    table = table.sort_values(
+        ["panel", "judge", "source", "rendering", "metric"], kind="stable",
+        key=lambda c: c.map(ranks[c.name]) if c.name in ranks else c)
+    return table[FIG1_COLUMNS].reset_index(drop=True)
+
+
+def fig1_strictness(rates: pd.DataFrame, judge_main: str, out_png: Path,
+                    out_pdf: Path) -> pd.DataFrame:
+    """Figure 1: (a) operating points of the start rubrics under judge_main on Recon-72
+    (colour = source, marker = rendering, 95% bootstrap bars); (b) correct passed per
+    source x rendering under every judge (grouped bars)."""
+    table = fig1_table(rates, judge_main)
+    panel_a = table[table["panel"] == "a"]
+    n_correct, n_flawed = item_count(panel_a, "correct_passed"), item_count(panel_a, "flawed_caught")
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(12.5, 4.8),
+                                     gridspec_kw={"width_ratios": [1, 1.6]})
+    try:
+        _fig1_points(ax_a, panel_a, judge_main)
+        _fig1_bars(ax_b, table[table["panel"] == "b"])
+        fig.suptitle(f"Strictness on Recon-72 ({n_correct} correct, {n_flawed} flawed reports)")
+        fig.tight_layout()
+        _save(fig, out_png, out_pdf)
+    finally:
+        plt.close(fig)
+    return table
+
+
+def _fig1_points(ax, rows: pd.DataFrame, judge_main: str) -> None:
+    wide = rows.pivot(index=["source", "rendering"], columns="metric",
+                      values=["value", "low", "high"])
+    for (source, rendering), point in wide.iterrows():
+        x, y = point[("value", "flawed_caught")], point[("value", "correct_passed")]
+        xerr = _error(pd.Series([x]), pd.Series([point[("low", "flawed_caught")]]),
+                      pd.Series([point[("high", "flawed_caught")]]))
+        yerr = _error(pd.Series([y]), pd.Series([point[("low", "correct_passed")]]),
+                      pd.Series([point[("high", "correct_passed")]]))
+        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, linestyle="none",
+                    marker=RENDERING_MARKERS.get(rendering, "x"), markersize=7,
+                    color=SOURCE_COLORS.get(source, "black"), capsize=2, elinewidth=0.8)
+    sources = ordered(rows["source"], SOURCE_ORDER)
+    renderings = ordered(rows["rendering"], RENDERING_ORDER)
+    handles = [Patch(color=SOURCE_COLORS.get(s, "black"), label=SOURCE_TITLES.get(s, s))
+               for s in sources]
+    handles += [Line2D([], [], color="black", linestyle="none",
+                       marker=RENDERING_MARKERS.get(r, "x"), label=RENDERING_TITLES.get(r, r))
+                for r in renderings]
+    ax.legend(handles=handles, fontsize=8, loc="lower left", frameon=False)
+    _percent_axis(ax, "x")
+    _percent_axis(ax, "y")
+    ax.set_xlabel("flawed reports caught")
+    ax.set_ylabel("correct reports passed")
+    ax.set_title(_panel_title(0, f"Operating point, {judge_label(judge_main)} judge"))
+    ax.grid(alpha=0.3)
+
+
+def _fig1_bars(ax, rows: pd.DataFrame) -> None:
+    groups = list(dict.fromkeys(zip(rows["source"], rows["rendering"])))
+    judges = list(dict.fromkeys(rows["judge"]))
+    width = 0.8 / len(judges)
+    for index, judge in enumerate(judges):
+        mine = rows[rows["judge"] == judge].set_index(["source", "rendering"]).reindex(groups)
+        positions = np.arange(len(groups)) + (index - (len(judges) - 1) / 2) * width
+        ax.bar(positions, mine["value"].fillna(0), width,
+               yerr=_error(mine["value"], mine["low"], mine["high"]), capsize=2,
+               label=judge_label(judge), error_kw={"elinewidth": 0.8})
+    ax.set_xticks(np.arange(len(groups)))
+    ax.set_xticklabels([f"{SOURCE_TITLES.get(s, s)}\n{RENDERING_TITLES.get(r, r)}"
+                        for s, r in groups], fontsize=8)
+    _percent_axis(ax, "y")
+    ax.set_ylabel("correct reports passed")
+    ax.set_title(_panel_title(1, "Correct reports passed, by judge"))
+    ax.legend(title="judge", fontsize=8, title_fontsize=8, frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+
+
+# --------------------------------------------------------------------------- Figure 4
+
+def fig4_table(rates: pd.DataFrame, judge_main: str,
+               sources: Sequence[str] = ("hand", "label")) -> pd.DataFrame:
+    """Ungated self-review on Recon-108 (all environments, variant standard) under
+    judge_main: per source, mode, round and metric the mean over seeds, its min..max and
+    the number of seeds."""
+    frame = normalized_rates(rates)
+    rows = select(frame, "Figure 4", dataset="recon", item_set="recon108", environments="all",
+                  gate="none", variant="standard", judge=judge_main)
+    panels = []
+    for source in sources:
+        what = f"Figure 4 panel from source {source!r}"
+        chains = chains_with_start(select(rows, what, source=source), what)
+        ensure_unique(chains, [*CHAIN_KEYS, "round", "metric"], what)
+        summary = (chains.groupby(["source", "mode", "round", "metric"], sort=False)["value"]
+                   .agg(value="mean", min="min", max="max", seeds="count").reset_index())
+        panels.append(summary)
+    table = sort_chains(pd.concat(panels, ignore_index=True).assign(seed=0), ["round", "metric"])
+    return table[FIG4_COLUMNS]
+
+
+def fig4_self_review_drift(rates: pd.DataFrame, judge_main: str, out_png: Path,
+                           out_pdf: Path, sources: Sequence[str] = ("hand", "label")
+                           ) -> pd.DataFrame:
+    """Figure 4: self-review rounds on Recon-108, one panel per start source; colour = mode,
+    line style = metric (correct passed solid, flawed caught dashed, unplanned caught
+    dotted); mean over seeds, min..max shaded when there is more than one seed."""
+    table = fig4_table(rates, judge_main, sources)
+    fig, axes = plt.subplots(1, len(sources), figsize=(5.6 * len(sources), 4.6),
+                             squeeze=False, sharey=True)
+    try:
+        for index, (ax, source) in enumerate(zip(axes[0], sources)):
+            _fig4_panel(ax, table[table["source"] == source], index, source)
+        handles = _fig4_legend(table)
+        fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8,
+                   frameon=False)
+        seeds = int(table["seeds"].max())
+        fig.suptitle(f"Self-review on Recon-108, {judge_label(judge_main)} judge "
+                     f"(mean over {seeds} seed{'s' if seeds != 1 else ''} per mode)")
+        fig.tight_layout(rect=(0, 0.08, 1, 1))
+        _save(fig, out_png, out_pdf)
+    finally:
+        plt.close(fig)
+    return table
+
+
+def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str) -> None:
+    for mode in ordered(rows["mode"], MODE_ORDER):
+        for metric in ordered(rows["metric"], METRICS):
+            series = rows[(rows["mode"] == mode) & (rows["metric"] == metric)].sort_values("round")
+            if series.empty:
+                continue
+            color = MODE_COLORS.get(mode, "black")
+            ax.plot(series["round"], series["value"], color=color, marker="o", markersize=3,
+                    linestyle=METRIC_LINESTYLES.get(metric, "-."), clip_on=False)
+            if series["seeds"].max() > 1:
+                ax.fill_between(series["round"], series["min"], series["max"], color=color,
+                                alpha=0.1, linewidth=0)
+    ax.set_xticks(sorted(rows["round"].unique()))
+    ax.set_xlabel("revision round")
+    _percent_axis(ax, "y")
+    ax.set_ylabel("percent of reports")
+    ax.set_title(_panel_title(index, f"From the {SOURCE_TITLES.get(source, source).lower()} "
+                                     f"rubric"))
+    ax.grid(alpha=0.3)
+
+
+def _fig4_legend(table: pd.DataFrame) -> list:
+    handles = [Line2D([], [], color=MODE_COLORS.get(m, "black"), label=MODE_TITLES.get(m, m))
+               for m in ordered(table["mode"], MODE_ORDER)]
+    handles += [Line2D([], [], color="black", linestyle=METRIC_LINESTYLES.get(m, "-."),
+                       label=METRIC_TITLES.get(m, m))
+                for m in ordered(table["metric"], METRICS)]
+    return handles
+
+
+# --------------------------------------------------------------------------- Figure 5
+
+def _as_bool(series: pd.Series, name: str) -> pd.Series:
+    if series.dtype == bool:
+        return series
+    words = {"true": True, "false": False, "1": True, "0": False}
+    mapped = series.map(lambda v: words.get(str(v).strip().lower()))
+    if mapped.isna().any():
+        raise ValueError(f"column {name!r} holds non-boolean values "
+                         f"{sorted(set(series[mapped.isna()].astype(str)))}")
+    return mapped.astype(bool)
+
+
+def _with_mode(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.assign(mode=frame["mode"].fillna("").astype(str))
+
+
+def fig5_table(attribution: pd.DataFrame, deletions: pd.DataFrame,
+               judge_main: str) -> pd.DataFrame:
+    """Per check origin on Recon under judge_main: the number of check states, their mean
+    credit and blame, and the deleted checks with a unique catch / with any blame.
+
+    Each distinct (source, mode, seed, round, scope, check_id) state counts once, in the
+    attribution and in the deletions (a repeated row is dropped, the first kept).
+    """
+    require_columns(attribution, ATTRIBUTION_COLUMNS, "attribution")
+    require_columns(deletions, DELETIONS_COLUMNS, "deletions")
+    states = select(_with_mode(attribution), "Figure 5 (a) attribution", dataset="recon",
+                    judge=judge_main).drop_duplicates(STATE_KEYS)
+    deleted = select(_with_mode(deletions), "Figure 5 (b) deletions", dataset="recon",
+                     judge=judge_main).drop_duplicates(STATE_KEYS)
+    deleted = deleted.assign(had_unique_catch=_as_bool(deleted["had_unique_catch"],
+                                                       "had_unique_catch"),
+                             had_blame=_as_bool(deleted["had_blame"], "had_blame"))
+    per_check = states.groupby("origin").agg(checks=("check_id", "size"),
+                                             mean_credit=("credit", "mean"),
+                                             mean_blame=("blame", "mean"))
+    per_deleted = deleted.groupby("origin").agg(deleted=("check_id", "size"),
+                                                deleted_with_unique_catch=("had_unique_catch", "sum"),
+                                                deleted_with_blame=("had_blame", "sum"))
+    table = per_check.join(per_deleted, how="outer")
+    counts = ["checks", "deleted", "deleted_with_unique_catch", "deleted_with_blame"]
+    table[counts] = table[counts].fillna(0).astype(int)
+    table = table.reindex(ordered(table.index, ORIGIN_ORDER)).rename_axis("origin").reset_index()
+    return table[FIG5_COLUMNS]
+
+
+def fig5_title(table: pd.DataFrame) -> str:
+    total = int(table["deleted"].sum())
+    unique = int(table["deleted_with_unique_catch"].sum())
+    blamed = int(table["deleted_with_blame"].sum())
+    return (f"{unique} of the {total} deleted checks held a unique catch and "
+            f"{blamed} carried blame")
+
+
+def fig5_attribution_by_origin(attribution: pd.DataFrame, deletions: pd.DataFrame,
+                               judge_main: str, out_png: Path, out_pdf: Path) -> pd.DataFrame:
+    """Figure 5: (a) mean Shapley catch credit and false-fail blame per check, by origin;
+    (b) deleted checks by origin, with how many held a unique catch or carried blame.
+    Dataset recon, judge judge_main; each distinct (source, mode, seed, round, scope,
+    check_id) state counts once."""
+    table = fig5_table(attribution, deletions, judge_main)
+    labels = [_origin_label(origin) for origin in table["origin"]]
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(12.5, 4.8))
+    try:
+        _grouped_bars(ax_a, labels, table, {"mean_credit": ("catch credit", "tab:green"),
+                                            "mean_blame": ("false-fail blame", "tab:red")})
+        ax_a.set_ylabel("mean per check (items)")
+        ax_a.set_title(_panel_title(0, "Shapley credit and blame per check, by origin"))
+        _grouped_bars(ax_b, labels, table, {
+            "deleted": ("deleted", "tab:gray"),
+            "deleted_with_unique_catch": ("held a unique catch", "tab:green"),
+            "deleted_with_blame": ("carried blame", "tab:red")})
+        ax_b.set_ylabel("number of checks")
+        ax_b.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax_b.set_title(_panel_title(1, f"Deleted checks by origin:\n{fig5_title(table)}"),
+                       fontsize=10)
+        fig.suptitle(f"Attribution by check origin on Recon, {judge_label(judge_main)} judge")
+        fig.tight_layout()
+        _save(fig, out_png, out_pdf)
+    finally:
+        plt.close(fig)
+    return table
+
+
+def _origin_label(origin: str) -> str:
+    return SOURCE_TITLES.get(origin, str(origin).replace(" by ", " by\n"))
+
+
+def _grouped_bars(ax, labels: list[str], table: pd.DataFrame, columns: dict) -> None:
+    width = 0.8 / len(columns)
+    for index, (column, (label, color)) in enumerate(columns.items()):
+        positions = np.arange(len(labels)) + (index - (len(columns) - 1) / 2) * width
+        ax.bar(positions, table[column].fillna(0), width, label=label, color=color)
+    ax.set_xticks(np.arange(len(labels)))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.legend(fontsize=8, frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+
+
+# --------------------------------------------------------------------------- Figure 6
+
+def fig6_table(rates: pd.DataFrame, judge_main: str,
+               sources: Sequence[str] = ("hand", "label")) -> pd.DataFrame:
+    """Gated rubrics after each chain's final round on Recon-108's evaluation environments
+    (variant standard, judge_main): per source, gate and metric the mean over all chains
+    (every mode and seed), its min..max, the number of chains, the final round (the largest
+    if chains differ) and the mean start value (round 0, gate none)."""
+    frame = normalized_rates(rates)
+    rows = select(frame, "Figure 6", dataset="recon", item_set="recon108",
+                  environments="evaluation", variant="standard", judge=judge_main,
+                  gate=GATES)
+    panels = [_fig6_source(rows, source) for source in sources]
+    table = pd.concat(panels, ignore_index=True)
+    gate_rank = {g: i for i, g in enumerate(GATES)}
+    metric_rank = {m: i for i, m in enumerate(ordered(table["metric"], METRICS))}
+    source_rank = {s: i for i, s in enumerate(sources)}
+    ranks = {"gate": gate_rank, "metric": metric_rank, "source": source_rank}
+    table = table.sort_values(["source", "gate", "metric"], kind="stable",
+                              key=lambda c: c.map(ranks[c.name]))
+    return table[FIG6_COLUMNS].reset_index(drop=True)
+
+
+def _fig6_source(rows: pd.DataFrame, source: str) -> pd.DataFrame:
+    what = f"Figure 6 panel from source {source!r}"
+    chains = chains_with_start(select(rows, what, source=source), what)
+    ensure_unique(chains, [*CHAIN_KEYS, "round", "gate", "metric"], what)
+    final = chains.groupby(CHAIN_KEYS)["round"].transform("max")
+    if (final == 0).all():
+        raise ValueError(f"{what}: no revision round after round 0")
+    last = chains[(chains["round"] == final) & (final > 0)]
+    start = chains[(chains["round"] == 0) & (chains["gate"] == "none")]
+    summary = (last.groupby(["gate", "metric"])["value"]
+               .agg(value="mean", min="min", max="max", chains="count").reset_index())
+    summary["final_round"] = int(last["round"].max())
+    summary["start"] = summary["metric"].map(start.groupby("metric")["value"].mean())
+    return summary.assign(source=source)
+
+
+def fig6_gated_quality(rates: pd.DataFrame, judge_main: str, out_png: Path, out_pdf: Path,
+                       sources: Sequence[str] = ("hand", "label")) -> pd.DataFrame:
+    """Figure 6: rubric quality after the final round, per gate (ungated, R, P, S, S+P),
+    on Recon-108's evaluation environments. Bars are the mean over every mode and seed of
+    the source's chains (whiskers: min..max over chains); dotted lines are the start
+    values (round 0)."""
+    table = fig6_table(rates, judge_main, sources)
+    fig, axes = plt.subplots(1, len(sources), figsize=(5.8 * len(sources), 4.6),
+                             squeeze=False, sharey=True)
+    try:
+        for index, (ax, source) in enumerate(zip(axes[0], sources)):
+            _fig6_panel(ax, table[table["source"] == source], index, source)
+        handles = [Patch(color=METRIC_COLORS.get(m, "black"), label=METRIC_TITLES.get(m, m))
+                   for m in ordered(table["metric"], METRICS)]
+        handles.append(Line2D([], [], color="black", linestyle=":", label="start (round 0)"))
+        fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8,
+                   frameon=False)
+        fig.suptitle(f"Gated rubrics after round {int(table['final_round'].max())} on the "
+                     f"Recon-108 evaluation environments, {judge_label(judge_main)} judge\n"
+                     f"(mean over modes and seeds; whiskers: min..max over chains)",
+                     fontsize=10)
+        fig.tight_layout(rect=(0, 0.08, 1, 1))
+        _save(fig, out_png, out_pdf)
+    finally:
+        plt.close(fig)
+    return table
+
+
+def _fig6_panel(ax, rows: pd.DataFrame, index: int, source: str) -> None:
+    gates = [g for g in GATES if g in set(rows["gate"])]
+    metrics = ordered(rows["metric"], METRICS)
+    width = 0.8 / len(metrics)
+    for position, metric in enumerate(metrics):
+        mine = rows[rows["metric"] == metric].set_index("gate").reindex(gates)
+        x = np.arange(len(gates)) + (position - (len(metrics) - 1) / 2) * width
+        color = METRIC_COLORS.get(metric, "black")
+        spread = mine["chains"].fillna(0).max() > 1
+        ax.bar(x, mine["value"].fillna(0), width, color=color,
+               yerr=_error(mine["value"], mine["min"], mine["max"]) if spread else None,
+               capsize=2, error_kw={"elinewidth": 0.8})
+        start = mine["start"].dropna()
+        if not start.empty:
+            ax.axhline(start.iloc[0], color=color, linestyle=":", linewidth=1.2)
+    ax.set_xticks(np.arange(len(gates)))
+    ax.set_xticklabels([GATE_TITLES[g] for g in gates])
+    _percent_axis(ax, "y")
+    ax.set_ylabel("percent of reports")
+    ax.set_title(_panel_title(index, f"From the {SOURCE_TITLES.get(source, source).lower()} "
+                                     f"rubric"))
+    ax.grid(axis="y", alpha=0.3)

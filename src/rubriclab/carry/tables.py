@@ -1,0 +1,246 @@
+"""Tables 2-5 of the carry work, built from the pipeline's tidy tables.
+
+Each table function returns (markdown, frame): the markdown as the paper lays the table
+out, with a caption line, and a wide DataFrame holding the same cells (written as CSV).
+Rates are percents, printed to one decimal; a missing or undefined rate prints "n/a".
+Bad input raises ValueError naming the missing column or the empty selection.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .figures import (
+    CHAIN_KEYS, GATE_TITLES, GATES, MODE_TITLES, SOURCE_TITLES, chains_with_start,
+    ensure_unique, item_count, judge_label, normalized_rates, require_columns, select,
+    sort_chains,
+)
+
+FAILING_COLUMNS = ["dataset", "item_id", "item_name", "label", "rubric_version",
+                   "failing_positions"]
+DATASET_TITLES = {"summedits": "SummEdits", "ragtruth": "RAGTruth", "recon": "Recon"}
+KIND_WORDS = {"summedits": ("consistent", "inconsistent"),
+              "ragtruth": ("faithful", "hallucinated")}
+TABLE3_COLUMNS = ["start", *(GATE_TITLES[g] for g in GATES)]
+
+
+# --------------------------------------------------------------------------- helpers
+
+def rate_text(value: float) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) \
+        else f"{float(value):.1f}"
+
+
+def rates_cell(rows: pd.DataFrame, metrics: Sequence[str]) -> str:
+    """"cp / fc[ / uc]" from one rubric state's rows (one row per metric)."""
+    values = rows.set_index("metric")["value"]
+    return " / ".join(rate_text(values.get(metric, math.nan)) for metric in metrics)
+
+
+def chain_label(source: str, mode: str, seed: int, with_seed: bool = True) -> str:
+    label = f"{SOURCE_TITLES.get(source, source)}, {MODE_TITLES.get(mode, mode)}"
+    return f"{label}, seed {seed}" if with_seed else label
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return lines
+
+
+def write_table(markdown: str, frame: pd.DataFrame, out_md: Path, out_csv: Path) -> None:
+    """Write a table's markdown and its frame (CSV, no index), creating parent folders."""
+    for path in (Path(out_md), Path(out_csv)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    Path(out_md).write_text(markdown if markdown.endswith("\n") else markdown + "\n")
+    frame.to_csv(out_csv, index=False)
+
+
+def _final_rounds(chains: pd.DataFrame) -> pd.Series:
+    """Each chain's final round, indexed by (source, mode, seed) in chain order."""
+    order = sort_chains(chains[CHAIN_KEYS].drop_duplicates())
+    final = chains.groupby(CHAIN_KEYS)["round"].max()
+    return final.reindex(pd.MultiIndex.from_frame(order))
+
+
+def _chain_rows(frame: pd.DataFrame, source: str, mode: str, seed: int) -> pd.DataFrame:
+    return frame[(frame["source"] == source) & (frame["mode"] == mode) & (frame["seed"] == seed)]
+
+
+# --------------------------------------------------------------------------- Table 2
+
+def table2_gate_replay(rates: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """Table 2: per Recon chain the start rubric, the ungated rubric after the chain's final
+    round R and the Gate S+P leave-one-out rubric at round R (variant loo; environments
+    "all", or "loo" if that is how the pipeline labels the leave-one-out rows), scored on
+    Recon-108 under every judge. Cells: correct passed / flawed caught / unplanned caught."""
+    frame = normalized_rates(rates)
+    base = select(frame, "Table 2", dataset="recon", item_set="recon108")
+    standard = select(base, "Table 2 start and ungated rows", environments="all",
+                      variant="standard", gate="none")
+    loo = select(base, "Table 2 Gate S+P leave-one-out rows", environments=["all", "loo"],
+                 variant="loo", gate="S+P")
+    chains = chains_with_start(standard, "Table 2")
+    keys = ["judge", *CHAIN_KEYS, "round", "metric"]
+    ensure_unique(chains, keys, "Table 2")
+    ensure_unique(loo, keys, "Table 2 leave-one-out")
+    judges = list(dict.fromkeys(base["judge"]))
+    metrics = ["correct_passed", "flawed_caught", "unplanned_caught"]
+    records = []
+    for (source, mode, seed), final in _final_rounds(chains).items():
+        states = [("start", 0, chains), (f"ungated (round {final})", final, chains),
+                  ("Gate S+P, leave-one-out", final, loo)]
+        for label, round_, pool in states:
+            rows = _chain_rows(pool, source, mode, seed)
+            rows = rows[rows["round"] == round_]
+            record = {"chain": chain_label(source, mode, seed), "source": source, "mode": mode,
+                      "seed": seed, "rubric_or_gate": label, "round": round_}
+            for judge in judges:
+                record[judge] = rates_cell(rows[rows["judge"] == judge], metrics)
+            records.append(record)
+    table = pd.DataFrame(records)
+    return _table2_markdown(table, judges), table
+
+
+def _table2_markdown(table: pd.DataFrame, judges: list[str]) -> str:
+    header = ["Chain", "Rubric or gate", *(f"{judge_label(j)} judge" for j in judges)]
+    rows, previous = [], None
+    for record in table.to_dict("records"):
+        chain = record["chain"]
+        rows.append([chain if chain != previous else "", record["rubric_or_gate"],
+                     *(record[j] for j in judges)])
+        previous = chain
+    caption = (f"Table 2: Gate replay under {len(judges)} judge model"
+               f"{'s' if len(judges) != 1 else ''} on Recon-108 (all environments). Each cell: "
+               f"correct passed / flawed caught / unplanned caught (%).")
+    return "\n".join(["# carry, Table 2: gate replay", "", *markdown_table(header, rows), "",
+                      caption, ""])
+
+
+# --------------------------------------------------------------------------- Table 3
+
+def table3_gates_human_labeled(rates: pd.DataFrame, judge_main: str,
+                               datasets: Sequence[str] = ("summedits", "ragtruth")
+                               ) -> tuple[str, pd.DataFrame]:
+    """Table 3: per human-labeled dataset and chain, the start rubric and, after the chain's
+    final round, the ungated rubric and Gates R, P, S and S+P (item_set evaluation, variant
+    standard, judge_main). Cells: correct passed / flawed caught. The heading's item counts
+    are the largest determined + undetermined count of each kind."""
+    frame = normalized_rates(rates)
+    rows = select(frame, "Table 3", item_set="evaluation", variant="standard",
+                  judge=judge_main, dataset=list(datasets))
+    tables = [_table3_dataset(select(rows, f"Table 3 dataset {d!r}", dataset=d), d)
+              for d in datasets]
+    table = pd.concat(tables, ignore_index=True)
+    return _table3_markdown(table, datasets, judge_main), table
+
+
+def _table3_dataset(rows: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    what = f"Table 3 dataset {dataset!r}"
+    chains = chains_with_start(rows, what)
+    ensure_unique(chains, [*CHAIN_KEYS, "round", "gate", "metric"], what)
+    seeds_per_arm = chains.groupby(["source", "mode"])["seed"].nunique()
+    metrics = ["correct_passed", "flawed_caught"]
+    records = []
+    for (source, mode, seed), final in _final_rounds(chains).items():
+        mine = _chain_rows(chains, source, mode, seed)
+        start = mine[(mine["round"] == 0) & (mine["gate"] == "none")]
+        record = {"dataset": dataset,
+                  "chain": chain_label(source, mode, seed, seeds_per_arm[(source, mode)] > 1),
+                  "source": source, "mode": mode, "seed": seed, "final_round": final,
+                  "n_correct": item_count(rows, "correct_passed"),
+                  "n_flawed": item_count(rows, "flawed_caught"),
+                  "start": rates_cell(start, metrics)}
+        last = mine[mine["round"] == final] if final > 0 else mine.iloc[0:0]
+        for gate in GATES:
+            record[GATE_TITLES[gate]] = rates_cell(last[last["gate"] == gate], metrics)
+        records.append(record)
+    return pd.DataFrame(records)
+
+
+def _table3_markdown(table: pd.DataFrame, datasets: Sequence[str], judge_main: str) -> str:
+    finals = sorted(set(table["final_round"]))
+    after = f"after round {finals[0]}" if len(finals) == 1 else "after each chain's final round"
+    lines = [f"# carry, Table 3: gates on the human-labeled datasets ({after}, "
+             f"{judge_label(judge_main)} judge)", ""]
+    for dataset in datasets:
+        part = table[table["dataset"] == dataset]
+        correct, flawed = KIND_WORDS.get(dataset, ("correct", "flawed"))
+        lines += [f"{DATASET_TITLES.get(dataset, dataset)} ({part['n_correct'].iloc[0]} {correct}, "
+                  f"{part['n_flawed'].iloc[0]} {flawed} evaluation items)", ""]
+        body = [[record["chain"], *(record[c] for c in TABLE3_COLUMNS)]
+                for record in part.to_dict("records")]
+        lines += markdown_table(["Chain", *TABLE3_COLUMNS], body) + [""]
+    lines += [f"Table 3: Gates on the human-labeled datasets {after}, decided with calibration "
+              f"labels and scored on the evaluation split. Each cell: correct outputs passed / "
+              f"flawed outputs caught (%).", ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- Tables 4, 5
+
+def positions_cell(positions, where: str) -> str:
+    """"none" or "{1, 2, 4}" from a JSON list (or a list) of 1-based check positions."""
+    if isinstance(positions, str):
+        try:
+            positions = json.loads(positions)
+        except json.JSONDecodeError:
+            raise ValueError(f"{where}: failing_positions {positions!r} is not a JSON list") \
+                from None
+    if not isinstance(positions, (list, tuple, np.ndarray)):
+        raise ValueError(f"{where}: failing_positions must be a list, got {positions!r}")
+    numbers = (int, float, np.integer, np.floating)
+    if any(isinstance(p, bool) or not isinstance(p, numbers) or not float(p).is_integer()
+           or p < 1 for p in positions):
+        raise ValueError(f"{where}: failing_positions must be 1-based integers, got {positions!r}")
+    distinct = sorted({int(p) for p in positions})
+    return "{" + ", ".join(map(str, distinct)) + "}" if distinct else "none"
+
+
+def failing_checks_table(failing: pd.DataFrame, dataset: str, number: int, item_header: str,
+                         caption: str) -> tuple[str, pd.DataFrame]:
+    """Items x rubric versions, each cell the checks answering No ("none" or "{1, 2}").
+    Items and versions keep their order of first appearance; a missing cell is "n/a"."""
+    require_columns(failing, FAILING_COLUMNS, "failing")
+    rows = select(failing, f"Table {number}", dataset=dataset)
+    ensure_unique(rows, ["item_id", "rubric_version"], f"Table {number}")
+    labels = rows.groupby("item_id", sort=False)["label"].nunique()
+    if (labels > 1).any():
+        raise ValueError(f"Table {number}: items with several labels {list(labels[labels > 1].index)}")
+    versions = list(dict.fromkeys(rows["rubric_version"]))
+    items = rows.drop_duplicates("item_id")[["item_id", "item_name", "label"]].reset_index(drop=True)
+    cells = {(r.item_id, r.rubric_version):
+             positions_cell(r.failing_positions, f"Table {number} item {r.item_id!r}, "
+                                                 f"{r.rubric_version!r}")
+             for r in rows.itertuples(index=False)}
+    for version in versions:
+        items[version] = [cells.get((item, version), "n/a") for item in items["item_id"]]
+    body = [[r["item_name"], r["label"], *(r[v] for v in versions)]
+            for r in items.to_dict("records")]
+    markdown = "\n".join([
+        f"# carry, Table {number}: checks answering No", "",
+        *markdown_table([item_header, "Label", *versions], body), "",
+        f"Table {number}: {caption.format(versions=len(versions))}", ""])
+    return markdown, items
+
+
+def table4_recon_failing_checks(failing: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """Table 4: the checks answering No (F_i) per Recon report under each rubric version."""
+    return failing_checks_table(
+        failing, "recon", 4, "Report",
+        "Checks answered No (F_i) for the Recon example reports under {versions} rubric "
+        "versions.")
+
+
+def table5_ragtruth_failing_checks(failing: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """Table 5: the checks answering No per RAGTruth response under each checklist."""
+    return failing_checks_table(
+        failing, "ragtruth", 5, "Item",
+        "Checks answered No for the responses of the example under {versions} RAGTruth "
+        "checklists.")

@@ -1,0 +1,313 @@
+import math
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from rubriclab.carry.figures import (
+    FIG1_COLUMNS, FIG4_COLUMNS, FIG5_COLUMNS, FIG6_COLUMNS, RATES_COLUMNS,
+    fig1_strictness, fig4_self_review_drift, fig5_attribution_by_origin, fig5_title,
+    fig6_gated_quality,
+)
+
+MAIN = "anthropic/claude-sonnet-4-5"
+OTHER = "anthropic/claude-haiku-4-5"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+N = {"correct_passed": 24, "flawed_caught": 48, "unplanned_caught": 12}
+BASE = dict(dataset="recon", judge=MAIN, item_set="recon108", environments="all",
+            source="hand", rendering="per_check", mode="", seed=0, round=0, gate="none",
+            variant="standard", low=math.nan, high=math.nan, n_undetermined=0)
+
+
+def rate_rows(values: dict, **fields) -> list[dict]:
+    """One RATES row per metric of `values`, the other columns from BASE and `fields`."""
+    return [{**BASE, **fields, "metric": metric, "value": value, "n": N[metric]}
+            for metric, value in values.items()]
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows)[RATES_COLUMNS]
+
+
+def assert_figure_files(png, pdf):
+    assert png.stat().st_size > 0 and pdf.stat().st_size > 0
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+
+
+def paths(tmp_path, name):
+    return tmp_path / "out" / f"{name}.png", tmp_path / "out" / f"{name}.pdf"
+
+
+# --------------------------------------------------------------------------- Figure 1
+
+@pytest.fixture
+def fig1_rates():
+    rows = []
+    for judge, shift in ((MAIN, 0.0), (OTHER, 2.0)):
+        for source, passed in (("hand", 95.0), ("generated", 5.0)):
+            for rendering, nudge in (("per_check", 0.0), ("paragraph", 1.0)):
+                rows += rate_rows({"correct_passed": passed - shift - nudge,
+                                   "flawed_caught": 80.0 + nudge},
+                                  judge=judge, item_set="recon72", source=source,
+                                  rendering=rendering, low=1.0, high=99.0)
+    # Distractors: a revision chain, a Recon-108 start and a gated row.
+    rows += rate_rows({"correct_passed": 11.0, "flawed_caught": 11.0}, item_set="recon72",
+                      mode="free", seed=1, round=1)
+    rows += rate_rows({"correct_passed": 12.0, "flawed_caught": 12.0}, item_set="recon108")
+    rows += rate_rows({"correct_passed": 13.0, "flawed_caught": 13.0}, item_set="recon72",
+                      mode="free", seed=1, round=1, gate="S+P")
+    return frame(rows)
+
+
+def test_fig1_selects_start_rubrics_on_recon72(fig1_rates, tmp_path):
+    png, pdf = paths(tmp_path, "fig1")
+    table = fig1_strictness(fig1_rates, MAIN, png, pdf)
+    assert list(table.columns) == FIG1_COLUMNS
+    panel_a, panel_b = table[table["panel"] == "a"], table[table["panel"] == "b"]
+    assert set(panel_a["judge"]) == {MAIN} and len(panel_a) == 8
+    assert set(panel_b["metric"]) == {"correct_passed"} and len(panel_b) == 8
+    assert set(panel_b["judge"]) == {MAIN, OTHER}
+    assert list(dict.fromkeys(panel_b["judge"])) == [MAIN, OTHER]
+    assert set(table["value"]) >= {95.0, 93.0, 5.0, 80.0, 81.0}
+    assert not set(table["value"]) & {11.0, 12.0, 13.0}
+    got = panel_a.set_index(["source", "rendering", "metric"])["value"]
+    assert got[("generated", "paragraph", "correct_passed")] == 4.0
+    assert got[("hand", "per_check", "flawed_caught")] == 80.0
+    assert_figure_files(png, pdf)
+
+
+def test_fig1_reads_csv_round_trip_with_empty_mode(fig1_rates, tmp_path):
+    csv = tmp_path / "rates.csv"
+    fig1_rates.to_csv(csv, index=False)
+    reread = pd.read_csv(csv)
+    assert reread["mode"].isna().any()  # "" comes back as NaN
+    table = fig1_strictness(reread, MAIN, *paths(tmp_path, "fig1csv"))
+    assert len(table) == 16
+
+
+def test_fig1_errors_name_column_and_selection(fig1_rates, tmp_path):
+    with pytest.raises(ValueError, match="'low'"):
+        fig1_strictness(fig1_rates.drop(columns="low"), MAIN, *paths(tmp_path, "x"))
+    with pytest.raises(ValueError, match="judge='openai/gpt-x'"):
+        fig1_strictness(fig1_rates, "openai/gpt-x", *paths(tmp_path, "x"))
+    with pytest.raises(ValueError, match="item_set='recon72'"):
+        fig1_strictness(fig1_rates[fig1_rates["item_set"] != "recon72"], MAIN,
+                        *paths(tmp_path, "x"))
+    assert not (tmp_path / "out" / "x.png").exists()
+
+
+def test_fig1_rejects_duplicate_rows(fig1_rates, tmp_path):
+    doubled = pd.concat([fig1_rates, fig1_rates.iloc[:1].assign(value=50.0)])
+    with pytest.raises(ValueError, match="differ in"):
+        fig1_strictness(doubled, MAIN, *paths(tmp_path, "x"))
+
+
+# --------------------------------------------------------------------------- Figure 4
+
+def chain(source, mode, seed, by_round, **fields):
+    rows = []
+    for round_, values in by_round.items():
+        rows += rate_rows(values, source=source, mode=mode, seed=seed, round=round_, **fields)
+    return rows
+
+
+def metrics(cp, fc, uc):
+    return {"correct_passed": cp, "flawed_caught": fc, "unplanned_caught": uc}
+
+
+@pytest.fixture
+def fig4_rates():
+    rows = []
+    rows += chain("hand", "free", 1, {0: metrics(97, 83, 0), 1: metrics(50, 90, 40),
+                                      2: metrics(10, 98, 90)})
+    rows += chain("hand", "free", 2, {0: metrics(97, 83, 0), 1: metrics(40, 92, 50),
+                                      2: metrics(6, 99, 92)})
+    rows += chain("hand", "delete_only", 1, {0: metrics(97, 83, 0), 1: metrics(97, 83, 0),
+                                             2: metrics(97, 82, 0)})
+    # Label chains without their own round 0: they borrow the label start rubric's.
+    rows += rate_rows(metrics(83, 100, 100), source="label")
+    rows += chain("label", "free", 1, {1: metrics(82, 90, 40), 2: metrics(80, 85, 10)})
+    # Distractors: gated rows, evaluation environments, loo variant, other judge.
+    rows += chain("hand", "free", 1, {1: metrics(1, 1, 1), 2: metrics(1, 1, 1)}, gate="S+P")
+    rows += chain("hand", "free", 1, {2: metrics(2, 2, 2)}, environments="evaluation")
+    rows += chain("hand", "free", 1, {2: metrics(3, 3, 3)}, variant="loo")
+    rows += chain("hand", "free", 1, {2: metrics(4, 4, 4)}, judge=OTHER)
+    return frame(rows)
+
+
+def test_fig4_picks_gate_none_and_averages_seeds(fig4_rates, tmp_path):
+    png, pdf = paths(tmp_path, "fig4")
+    table = fig4_self_review_drift(fig4_rates, MAIN, png, pdf)
+    assert list(table.columns) == FIG4_COLUMNS
+    got = table.set_index(["source", "mode", "round", "metric"])
+    row = got.loc[("hand", "free", 2, "correct_passed")]
+    assert (row["value"], row["min"], row["max"], row["seeds"]) == (8.0, 6.0, 10.0, 2)
+    assert got.loc[("hand", "free", 1, "flawed_caught"), "value"] == 91.0
+    assert got.loc[("hand", "delete_only", 2, "flawed_caught"), "seeds"] == 1
+    assert not set(table["value"]) & {1.0, 2.0, 3.0, 4.0}
+    assert set(table["round"]) == {0, 1, 2}
+    assert len(table) == 2 * 3 * 3 + 1 * 3 * 3  # modes x rounds x metrics: hand, label
+    assert_figure_files(png, pdf)
+
+
+def test_fig4_label_chain_borrows_start_rubric(fig4_rates, tmp_path):
+    table = fig4_self_review_drift(fig4_rates, MAIN, *paths(tmp_path, "fig4b"))
+    start = table[(table["source"] == "label") & (table["round"] == 0)]
+    assert set(start["mode"]) == {"free"}
+    assert dict(zip(start["metric"], start["value"])) == {
+        "correct_passed": 83.0, "flawed_caught": 100.0, "unplanned_caught": 100.0}
+
+
+def test_fig4_errors(fig4_rates, tmp_path):
+    with pytest.raises(ValueError, match="source 'label'"):
+        fig4_self_review_drift(fig4_rates[fig4_rates["source"] != "label"], MAIN,
+                               *paths(tmp_path, "x"))
+    with pytest.raises(ValueError, match="'gate'"):
+        fig4_self_review_drift(fig4_rates.drop(columns="gate"), MAIN, *paths(tmp_path, "x"))
+    # One source only is fine when asked for.
+    table = fig4_self_review_drift(fig4_rates[fig4_rates["source"] != "label"], MAIN,
+                                   *paths(tmp_path, "y"), sources=("hand",))
+    assert set(table["source"]) == {"hand"}
+
+
+def test_figures_close_themselves(fig4_rates, tmp_path):
+    before = len(plt.get_fignums())
+    fig4_self_review_drift(fig4_rates, MAIN, *paths(tmp_path, "z"))
+    assert len(plt.get_fignums()) == before
+
+
+# --------------------------------------------------------------------------- Figure 5
+
+REVIEW = "review by anthropic/claude-opus-4-1"
+
+
+def attribution_row(check_id, origin, credit, blame, judge=MAIN, round_=1, **fields):
+    return {"dataset": "recon", "judge": judge, "source": "hand", "mode": "free", "seed": 1,
+            "round": round_, "scope": "storage", "check_id": check_id, "origin": origin,
+            "credit": credit, "blame": blame, "unique_catches": 0,
+            "deleted_next_round": False, **fields}
+
+
+def deletion_row(check_id, origin, unique, blame, judge=MAIN, **fields):
+    return {"dataset": "recon", "judge": judge, "source": "hand", "mode": "free", "seed": 1,
+            "round": 2, "scope": "storage", "check_id": check_id, "origin": origin,
+            "had_unique_catch": unique, "had_blame": blame, **fields}
+
+
+@pytest.fixture
+def fig5_frames():
+    attribution = pd.DataFrame([
+        attribution_row("c1", "hand", 2.0, 0.0),
+        attribution_row("c1", "hand", 2.0, 0.0),            # the same state again: once
+        attribution_row("c2", "hand", 1.0, 1.0),
+        attribution_row("c1", "hand", 4.0, 0.0, round_=2),  # a later state: counts
+        attribution_row("l1", "label", 3.0, 0.0, source="label"),
+        attribution_row("r1", REVIEW, 0.5, 2.0),
+        attribution_row("x", "hand", 100.0, 100.0, judge=OTHER),
+        attribution_row("y", "hand", 100.0, 100.0, dataset="ragtruth"),
+    ])
+    deletions = pd.DataFrame([
+        deletion_row("c1", "hand", True, False),
+        deletion_row("c1", "hand", True, False),             # duplicate: once
+        deletion_row("c3", "hand", False, True, seed=2),
+        deletion_row("l1", "label", True, False, source="label"),
+        deletion_row("l2", "label", "False", "False", source="label"),  # from CSV text
+        deletion_row("z", "hand", True, True, judge=OTHER),
+    ])
+    return attribution, deletions
+
+
+def test_fig5_counts_and_means(fig5_frames, tmp_path):
+    png, pdf = paths(tmp_path, "fig5")
+    table = fig5_attribution_by_origin(*fig5_frames, MAIN, png, pdf)
+    assert list(table.columns) == FIG5_COLUMNS
+    assert list(table["origin"]) == ["hand", "label", REVIEW]
+    got = table.set_index("origin")
+    assert got.loc["hand", "checks"] == 3
+    assert got.loc["hand", "mean_credit"] == pytest.approx(7.0 / 3)
+    assert got.loc["hand", "mean_blame"] == pytest.approx(1.0 / 3)
+    assert got.loc["label", "mean_credit"] == 3.0
+    assert (got.loc[REVIEW, "mean_blame"], got.loc[REVIEW, "deleted"]) == (2.0, 0)
+    assert list(got["deleted"]) == [2, 2, 0]
+    assert list(got["deleted_with_unique_catch"]) == [1, 1, 0]
+    assert list(got["deleted_with_blame"]) == [1, 0, 0]
+    assert fig5_title(table) == "2 of the 4 deleted checks held a unique catch and 1 carried blame"
+    assert_figure_files(png, pdf)
+
+
+def test_fig5_errors(fig5_frames, tmp_path):
+    attribution, deletions = fig5_frames
+    with pytest.raises(ValueError, match="'origin'"):
+        fig5_attribution_by_origin(attribution.drop(columns="origin"), deletions, MAIN,
+                                   *paths(tmp_path, "x"))
+    with pytest.raises(ValueError, match="had_blame"):
+        fig5_attribution_by_origin(attribution, deletions.drop(columns="had_blame"), MAIN,
+                                   *paths(tmp_path, "x"))
+    with pytest.raises(ValueError, match="deletions: no rows with dataset='recon'"):
+        fig5_attribution_by_origin(attribution, deletions.iloc[0:0], MAIN,
+                                   *paths(tmp_path, "x"))
+    with pytest.raises(ValueError, match="non-boolean"):
+        fig5_attribution_by_origin(attribution, deletions.assign(had_blame="maybe"), MAIN,
+                                   *paths(tmp_path, "x"))
+
+
+# --------------------------------------------------------------------------- Figure 6
+
+def gated_chain(source, mode, seed, final, start, ungated, sp, **fields):
+    rows = chain(source, mode, seed, {0: start}, environments="evaluation", **fields)
+    for round_ in range(1, final + 1):
+        late = round_ == final
+        rows += rate_rows(ungated if late else metrics(50, 50, 50), source=source, mode=mode,
+                          seed=seed, round=round_, environments="evaluation", **fields)
+        for gate, values in (("R", metrics(60, 60, 60)), ("P", metrics(70, 70, 70)),
+                             ("S", metrics(80, 80, 80)), ("S+P", sp)):
+            rows += rate_rows(values if late else metrics(50, 50, 50), source=source,
+                              mode=mode, seed=seed, round=round_, gate=gate,
+                              environments="evaluation", **fields)
+    return rows
+
+
+@pytest.fixture
+def fig6_rates():
+    rows = []
+    rows += gated_chain("hand", "free", 1, 2, metrics(97, 83, 0), metrics(10, 98, 90),
+                        metrics(96, 83, 0))
+    rows += gated_chain("hand", "delete_only", 1, 2, metrics(97, 83, 0),
+                        metrics(90, 80, 0), metrics(94, 81, 0))
+    rows += gated_chain("label", "free", 1, 2, metrics(83, 100, 100), metrics(80, 85, 10),
+                        metrics(83, 99, 98))
+    # Distractors: all environments, another judge.
+    rows += chain("hand", "free", 1, {2: metrics(1, 1, 1)}, gate="S+P")
+    rows += chain("hand", "free", 1, {2: metrics(2, 2, 2)}, gate="S+P",
+                  environments="evaluation", judge=OTHER)
+    return frame(rows)
+
+
+def test_fig6_final_round_evaluation_means(fig6_rates, tmp_path):
+    png, pdf = paths(tmp_path, "fig6")
+    table = fig6_gated_quality(fig6_rates, MAIN, png, pdf)
+    assert list(table.columns) == FIG6_COLUMNS
+    assert set(table["final_round"]) == {2}
+    assert list(dict.fromkeys(table["gate"])) == ["none", "R", "P", "S", "S+P"]
+    got = table.set_index(["source", "gate", "metric"])
+    ungated = got.loc[("hand", "none", "correct_passed")]
+    assert (ungated["value"], ungated["min"], ungated["max"], ungated["chains"]) == (50.0, 10, 90, 2)
+    assert got.loc[("hand", "S+P", "flawed_caught"), "value"] == 82.0
+    assert got.loc[("hand", "R", "correct_passed"), "value"] == 60.0  # round 2, not round 1's 50
+    assert got.loc[("hand", "S+P", "correct_passed"), "start"] == 97.0
+    assert got.loc[("label", "S+P", "unplanned_caught"), "value"] == 98.0
+    assert got.loc[("label", "none", "unplanned_caught"), "start"] == 100.0
+    assert not set(table["value"]) & {1.0, 2.0}
+    assert len(table) == 2 * 5 * 3
+    assert_figure_files(png, pdf)
+
+
+def test_fig6_errors(fig6_rates, tmp_path):
+    with pytest.raises(ValueError, match="environments='evaluation'"):
+        fig6_gated_quality(fig6_rates[fig6_rates["environments"] != "evaluation"], MAIN,
+                           *paths(tmp_path, "x"))
+    with pytest.raises(ValueError, match="'variant'"):
+        fig6_gated_quality(fig6_rates.drop(columns="variant"), MAIN, *paths(tmp_path, "x"))
+    with pytest.raises(ValueError, match="no revision round"):
+        fig6_gated_quality(fig6_rates[fig6_rates["round"] == 0], MAIN, *paths(tmp_path, "x"))

@@ -1,0 +1,267 @@
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from rubriclab.carry.figures import RATES_COLUMNS
+from rubriclab.carry.tables import (
+    positions_cell, table2_gate_replay, table3_gates_human_labeled,
+    table4_recon_failing_checks, table5_ragtruth_failing_checks, write_table,
+)
+
+HAIKU, SONNET, OPUS = ("anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-4-5",
+                       "anthropic/claude-opus-4-1")
+N = {"correct_passed": 36, "flawed_caught": 72, "unplanned_caught": 12}
+BASE = dict(dataset="recon", judge=SONNET, item_set="recon108", environments="all",
+            source="hand", rendering="per_check", mode="free", seed=1, round=0, gate="none",
+            variant="standard", low=math.nan, high=math.nan, n_undetermined=0)
+METRICS = ["correct_passed", "flawed_caught", "unplanned_caught"]
+
+
+def rate_rows(triple, n=N, **fields):
+    """RATES rows for the metrics in `triple` (cp, fc[, uc]); other columns from BASE."""
+    return [{**BASE, **fields, "metric": metric, "value": value, "n": n[metric]}
+            for metric, value in zip(METRICS, triple)]
+
+
+def frame(rows):
+    return pd.DataFrame(rows)[RATES_COLUMNS]
+
+
+# --------------------------------------------------------------------------- Table 2
+
+PAPER_TABLE2 = {  # (source, seed) -> state -> judge -> (cp, fc, uc), from the paper
+    ("hand", 1): {
+        "start": {HAIKU: (100.0, 83.3, 0.0), SONNET: (97.2, 83.3, 0.0), OPUS: (97.2, 83.3, 0.0)},
+        "ungated": {j: (5.6, 98.6, 91.7) for j in (HAIKU, SONNET, OPUS)},
+        "loo": {HAIKU: (97.2, 83.3, 0.0), SONNET: (94.4, 83.3, 0.0), OPUS: (91.7, 83.3, 0.0)},
+    },
+    ("label", 2): {
+        "start": {HAIKU: (80.6, 98.6, 91.7), SONNET: (83.3, 100, 100), OPUS: (83.3, 100, 100)},
+        "ungated": {HAIKU: (83.3, 84.7, 16.7), SONNET: (80.6, 84.7, 8.3),
+                    OPUS: (80.6, 86.1, 16.7)},
+        "loo": {HAIKU: (83.3, 98.6, 91.7), SONNET: (80.6, 100, 100), OPUS: (80.6, 100, 100)},
+    },
+}
+
+
+@pytest.fixture
+def table2_rates():
+    rows = []
+    for (source, seed), states in PAPER_TABLE2.items():
+        for judge in (HAIKU, SONNET, OPUS):
+            chain = dict(judge=judge, source=source, seed=seed)
+            rows += rate_rows(states["start"][judge], round=0, **chain)
+            rows += rate_rows((50, 50, 50), round=2, **chain)
+            rows += rate_rows(states["ungated"][judge], round=4, **chain)
+            rows += rate_rows(states["loo"][judge], round=4, gate="S+P", variant="loo", **chain)
+            # Distractors: an earlier loo round, a standard gated row, evaluation envs.
+            rows += rate_rows((1, 1, 1), round=2, gate="S+P", variant="loo", **chain)
+            rows += rate_rows((2, 2, 2), round=4, gate="S+P", **chain)
+            rows += rate_rows((3, 3, 3), round=4, environments="evaluation", **chain)
+    return frame(rows)
+
+
+def test_table2_cells_match_the_paper(table2_rates):
+    markdown, table = table2_gate_replay(table2_rates)
+    assert list(table.columns) == ["chain", "source", "mode", "seed", "rubric_or_gate", "round",
+                                   HAIKU, SONNET, OPUS]
+    assert list(table["rubric_or_gate"]) == ["start", "ungated (round 4)",
+                                             "Gate S+P, leave-one-out"] * 2
+    assert list(table["chain"]) == ["Hand-written, free, seed 1"] * 3 + ["Label-taught, free, seed 2"] * 3
+    hand = table[table["source"] == "hand"].set_index("rubric_or_gate")
+    assert hand.loc["start", SONNET] == "97.2 / 83.3 / 0.0"
+    assert hand.loc["start", HAIKU] == "100.0 / 83.3 / 0.0"
+    assert hand.loc["ungated (round 4)", OPUS] == "5.6 / 98.6 / 91.7"
+    assert hand.loc["Gate S+P, leave-one-out", OPUS] == "91.7 / 83.3 / 0.0"
+    label = table[table["source"] == "label"].set_index("rubric_or_gate")
+    assert label.loc["ungated (round 4)", SONNET] == "80.6 / 84.7 / 8.3"
+    assert label.loc["Gate S+P, leave-one-out", SONNET] == "80.6 / 100.0 / 100.0"
+    assert "| Hand-written, free, seed 1 | start | 100.0 / 83.3 / 0.0 | 97.2 / 83.3 / 0.0 |" in markdown
+    assert "|  | ungated (round 4) |" in markdown
+    assert f"| Chain | Rubric or gate | {HAIKU} judge | {SONNET} judge | {OPUS} judge |" in markdown
+    assert "Table 2: Gate replay under 3 judge models" in markdown
+    assert "correct passed / flawed caught / unplanned caught (%)" in markdown
+
+
+def test_table2_missing_cell_prints_na(table2_rates):
+    dropped = table2_rates[~((table2_rates["judge"] == OPUS) & (table2_rates["variant"] == "loo")
+                             & (table2_rates["round"] == 4) & (table2_rates["source"] == "hand")
+                             & (table2_rates["metric"] == "unplanned_caught"))]
+    _, table = table2_gate_replay(dropped)
+    hand = table[table["source"] == "hand"].set_index("rubric_or_gate")
+    assert hand.loc["Gate S+P, leave-one-out", OPUS] == "91.7 / 83.3 / n/a"
+
+
+def test_table2_errors(table2_rates):
+    with pytest.raises(ValueError, match="'variant'"):
+        table2_gate_replay(table2_rates.drop(columns="variant"))
+    with pytest.raises(ValueError, match="leave-one-out rows: no rows with .*variant='loo'"):
+        table2_gate_replay(table2_rates[table2_rates["variant"] != "loo"])
+    with pytest.raises(ValueError, match="item_set='recon108'"):
+        table2_gate_replay(table2_rates.assign(item_set="recon72"))
+
+
+# --------------------------------------------------------------------------- Table 3
+
+SUMMEDITS_N = {"correct_passed": 50, "flawed_caught": 49}
+RAGTRUTH_N = {"correct_passed": 56, "flawed_caught": 56}
+
+
+def human_chain(dataset, source, mode, start, finals, n, seed=1):
+    """Rounds 0..2 of one chain; `finals` maps gate -> (cp, fc) at round 2."""
+    fields = dict(dataset=dataset, item_set="evaluation", source=source, mode=mode, seed=seed,
+                  judge=OPUS, n=n)
+    rows = rate_rows(start, round=0, **fields)
+    for gate, pair in finals.items():
+        rows += rate_rows((10, 10), round=1, gate=gate, **fields)
+        rows += rate_rows(pair, round=2, gate=gate, **fields)
+    return rows
+
+
+@pytest.fixture
+def table3_rates():
+    rows = human_chain("summedits", "generated", "free", (72.5, 79.6),
+                       {"none": (58.8, 87.8), "R": (64.7, 83.7), "P": (58.8, 87.8),
+                        "S": (68.6, 81.6), "S+P": (68.6, 81.6)}, SUMMEDITS_N)
+    rows += human_chain("summedits", "label", "fixed_count", (78.4, 81.6),
+                        {"none": (60.8, 85.7), "R": (78.4, 81.6), "P": (70.6, 83.7),
+                         "S": (68.6, 83.7), "S+P": (70.6, 83.7)}, SUMMEDITS_N)
+    rows += human_chain("ragtruth", "label", "free", (80.4, 75.0),
+                        {"none": (60.7, 80.4), "R": (62.5, 80.4), "P": (71.4, 78.6),
+                         "S": (75.0, 76.8), "S+P": (80.4, 75.0)}, RAGTRUTH_N)
+    table = frame(rows)
+    table.loc[table["metric"] == "correct_passed", "n_undetermined"] = 1  # 50 + 1 = 51 items
+    table.loc[table["dataset"] == "ragtruth", "n_undetermined"] = 0
+    # Distractors: another judge, the calibration split.
+    extra = human_chain("summedits", "generated", "free", (1, 1), {"none": (1, 1)},
+                        SUMMEDITS_N)
+    others = pd.concat([frame(extra).assign(judge=SONNET),
+                        frame(extra).assign(item_set="calibration")])
+    return pd.concat([table, others], ignore_index=True)
+
+
+def test_table3_cells_and_headings(table3_rates):
+    markdown, table = table3_gates_human_labeled(table3_rates, OPUS)
+    assert list(table["dataset"]) == ["summedits", "summedits", "ragtruth"]
+    assert list(table["chain"]) == ["Generated, free", "Label-taught, fixed count",
+                                    "Label-taught, free"]
+    generated = table.iloc[0]
+    assert [generated[c] for c in ("start", "ungated", "Gate R", "Gate P", "Gate S",
+                                   "Gate S+P")] == [
+        "72.5 / 79.6", "58.8 / 87.8", "64.7 / 83.7", "58.8 / 87.8", "68.6 / 81.6",
+        "68.6 / 81.6"]
+    assert set(table["final_round"]) == {2}
+    assert "SummEdits (51 consistent, 49 inconsistent evaluation items)" in markdown
+    assert "RAGTruth (56 faithful, 56 hallucinated evaluation items)" in markdown
+    assert ("| Label-taught, free | 80.4 / 75.0 | 60.7 / 80.4 | 62.5 / 80.4 | 71.4 / 78.6 |"
+            " 75.0 / 76.8 | 80.4 / 75.0 |") in markdown
+    assert "| Chain | start | ungated | Gate R | Gate P | Gate S | Gate S+P |" in markdown
+    assert "after round 2" in markdown
+
+
+def test_table3_adds_seed_only_when_an_arm_has_several(table3_rates):
+    second = human_chain("ragtruth", "label", "free", (80.4, 75.0),
+                         {"none": (50.0, 90.0)}, RAGTRUTH_N, seed=2)
+    rates = pd.concat([table3_rates, frame(second)], ignore_index=True)
+    _, table = table3_gates_human_labeled(rates, OPUS)
+    rag = table[table["dataset"] == "ragtruth"]
+    assert list(rag["chain"]) == ["Label-taught, free, seed 1", "Label-taught, free, seed 2"]
+    assert rag.iloc[1]["Gate S+P"] == "n/a / n/a"
+
+
+def test_table3_errors(table3_rates):
+    with pytest.raises(ValueError, match="dataset 'ragtruth'"):
+        table3_gates_human_labeled(table3_rates[table3_rates["dataset"] != "ragtruth"], OPUS)
+    with pytest.raises(ValueError, match="judge='openai/x'"):
+        table3_gates_human_labeled(table3_rates, "openai/x")
+    with pytest.raises(ValueError, match="'n_undetermined'"):
+        table3_gates_human_labeled(table3_rates.drop(columns="n_undetermined"), OPUS)
+    _, table = table3_gates_human_labeled(
+        table3_rates[table3_rates["dataset"] != "ragtruth"], OPUS, datasets=("summedits",))
+    assert set(table["dataset"]) == {"summedits"}
+
+
+# --------------------------------------------------------------------------- Tables 4, 5
+
+VERSIONS = ["Hand-written", "Label-taught", "After review by local/default"]
+PAPER_TABLE4 = [
+    ("correct 1", "pass", [[], [], [3, 6, 7]]),
+    ("correct 2", "pass", [[], [], [3, 6, 7]]),
+    ("missed finding", "fail", [[6], [5], [3, 6, 7]]),
+    ("wrong resource", "fail", [[4, 2, 3, 1], [1, 2, 4, 8], [1, 2, 3, 5, 6, 7, 8]]),
+]
+
+
+@pytest.fixture
+def failing():
+    rows = []
+    for index, (name, label, per_version) in enumerate(PAPER_TABLE4):
+        for version, positions in zip(VERSIONS, per_version):
+            rows.append({"dataset": "recon", "item_id": f"storage-{index}", "item_name": name,
+                         "label": label, "rubric_version": version,
+                         "failing_positions": json.dumps(positions)})
+    rows += [
+        {"dataset": "ragtruth", "item_id": "L2M1E", "item_name": "L2M1E", "label": "faithful",
+         "rubric_version": "Generated 10 checks", "failing_positions": "[]"},
+        {"dataset": "ragtruth", "item_id": "C0YWR", "item_name": "C0YWR",
+         "label": "hallucinated", "rubric_version": "Generated 10 checks",
+         "failing_positions": "[1, 6, 8, 9]"},
+        {"dataset": "ragtruth", "item_id": "C0YWR", "item_name": "C0YWR",
+         "label": "hallucinated", "rubric_version": "Label-taught",
+         "failing_positions": "[1, 7]"},
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_table4_cells(failing, tmp_path):
+    markdown, table = table4_recon_failing_checks(failing)
+    assert list(table.columns) == ["item_id", "item_name", "label", *VERSIONS]
+    assert list(table["item_name"]) == ["correct 1", "correct 2", "missed finding",
+                                        "wrong resource"]
+    wrong = table.set_index("item_name").loc["wrong resource"]
+    assert wrong["Hand-written"] == "{1, 2, 3, 4}"
+    assert wrong["After review by local/default"] == "{1, 2, 3, 5, 6, 7, 8}"
+    assert table.set_index("item_name").loc["correct 1", "Hand-written"] == "none"
+    assert "| Report | Label | Hand-written | Label-taught | After review by local/default |" in markdown
+    assert "| correct 1 | pass | none | none | {3, 6, 7} |" in markdown
+    assert "| wrong resource | fail | {1, 2, 3, 4} | {1, 2, 4, 8} | {1, 2, 3, 5, 6, 7, 8} |" in markdown
+    assert "Table 4: Checks answered No (F_i)" in markdown and "3 rubric versions" in markdown
+
+    out_md, out_csv = tmp_path / "t" / "table4.md", tmp_path / "t" / "table4.csv"
+    write_table(markdown, table, out_md, out_csv)
+    assert out_md.read_text() == markdown
+    reread = pd.read_csv(out_csv, keep_default_na=False)
+    assert reread.loc[3, "Hand-written"] == "{1, 2, 3, 4}"
+    assert reread.loc[0, "Hand-written"] == "none"
+
+
+def test_table5_missing_cell_is_na(failing):
+    markdown, table = table5_ragtruth_failing_checks(failing)
+    assert list(table["item_name"]) == ["L2M1E", "C0YWR"]
+    rows = table.set_index("item_name")
+    assert rows.loc["L2M1E", "Generated 10 checks"] == "none"
+    assert rows.loc["L2M1E", "Label-taught"] == "n/a"
+    assert rows.loc["C0YWR", "Label-taught"] == "{1, 7}"
+    assert "| Item | Label | Generated 10 checks | Label-taught |" in markdown
+    assert "| C0YWR | hallucinated | {1, 6, 8, 9} | {1, 7} |" in markdown
+
+
+def test_failing_tables_errors(failing):
+    with pytest.raises(ValueError, match="'failing_positions'"):
+        table4_recon_failing_checks(failing.drop(columns="failing_positions"))
+    with pytest.raises(ValueError, match="Table 5: no rows with dataset='ragtruth'"):
+        table5_ragtruth_failing_checks(failing[failing["dataset"] != "ragtruth"])
+    with pytest.raises(ValueError, match="not a JSON list"):
+        table4_recon_failing_checks(failing.assign(failing_positions="1, 2"))
+    with pytest.raises(ValueError, match="rows for"):
+        table4_recon_failing_checks(pd.concat([failing, failing.iloc[:1]]))
+
+
+def test_positions_cell():
+    assert positions_cell("[]", "x") == "none"
+    assert positions_cell([4, 1, 2, 3], "x") == "{1, 2, 3, 4}"
+    assert positions_cell("[2, 2, 1]", "x") == "{1, 2}"
+    with pytest.raises(ValueError, match="1-based"):
+        positions_cell("[0]", "x")

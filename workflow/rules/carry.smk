@@ -1,0 +1,221 @@
+# carry: rubric sources, self-review chains, judging, gate replay and every figure and table.
+# Grid: results/carry/{rubrics,chains,judged}/{dataset}/... ; {judge} is a model slug.
+
+
+wildcard_constraints:
+    cdataset="recon|summedits|ragtruth",
+    source="hand|generated|label",
+    mode="free|fixed_count|delete_only",
+    seed=r"\d+",
+    judge="|".join(re.escape(slug) for slug in JUDGE_BY_SLUG),
+
+
+def carry_items_input(wildcards):
+    if wildcards.cdataset == "recon":
+        return {"reports": "data/prepared/recon/reports_recon108.csv",
+                "recon72": "data/prepared/recon/reports_recon72.csv"}
+    return {"table": f"data/prepared/{wildcards.cdataset}.csv"}
+
+
+rule carry_items:
+    input:
+        unpack(carry_items_input),
+    output:
+        "results/carry/items/{cdataset}.csv",
+    params:
+        environments=config["carry"]["recon"]["environments"],
+    log:
+        "logs/carry_items/{cdataset}.log",
+    script:
+        "../scripts/carry_items.py"
+
+
+rule carry_rubric_hand:
+    input:
+        hand="data/prepared/recon/rubrics_hand.csv",
+        carry_items="results/carry/items/recon.csv",
+    output:
+        "results/carry/rubrics/recon/hand.json",
+    log:
+        "logs/carry_rubric/recon-hand.log",
+    script:
+        "../scripts/carry_rubric_hand.py"
+
+
+rule carry_rubric_model:
+    input:
+        carry_items="results/carry/items/{cdataset}.csv",
+    output:
+        rubric="results/carry/rubrics/{cdataset}/{source}.json",
+        ledger="results/ledger/carry_rubric-{cdataset}-{source}.jsonl",
+    wildcard_constraints:
+        source="generated|label",
+    params:
+        model=GENERATOR,
+        n_checks=config["carry"]["sources"]["n_checks"],
+        temperature=config["carry"]["sources"]["temperature"],
+        max_tokens=config["carry"]["sources"]["max_tokens"],
+        examples_per_label=lambda w: config["carry"]["sources"]["label_examples_per_label"][w.cdataset],
+        seed=config["carry"]["sources"]["seed"],
+        code=carry_code_fingerprint(),
+    resources:
+        **model_resources(GENERATOR),
+    log:
+        "logs/carry_rubric/{cdataset}-{source}.log",
+    benchmark:
+        "results/benchmarks/carry_rubric/{cdataset}-{source}.tsv"
+    script:
+        "../scripts/carry_rubric_model.py"
+
+
+rule carry_chain:
+    input:
+        start="results/carry/rubrics/{cdataset}/{source}.json",
+    output:
+        chain="results/carry/chains/{cdataset}/{source}-{mode}-seed{seed}.json",
+        ledger="results/ledger/carry_chain-{cdataset}-{source}-{mode}-seed{seed}.jsonl",
+    params:
+        reviser=REVISER,
+        rounds=lambda w: config["carry"]["chains"][w.cdataset]["rounds"],
+        temperature=config["carry"]["chains"]["temperature"],
+        max_tokens=config["carry"]["chains"]["max_tokens"],
+        code=carry_code_fingerprint(),
+    resources:
+        **model_resources(REVISER),
+    log:
+        "logs/carry_chain/{cdataset}-{source}-{mode}-seed{seed}.log",
+    benchmark:
+        "results/benchmarks/carry_chain/{cdataset}-{source}-{mode}-seed{seed}.tsv"
+    script:
+        "../scripts/carry_chain.py"
+
+
+rule carry_judge:
+    input:
+        carry_items="results/carry/items/{cdataset}.csv",
+        starts=lambda w: expand("results/carry/rubrics/{cdataset}/{source}.json",
+                                cdataset=w.cdataset, source=carry_start_sources(w.cdataset)),
+        chains=lambda w: carry_chain_files(w.cdataset),
+    output:
+        verdicts="results/carry/judged/{cdataset}/{judge}/verdicts.csv",
+        ledger="results/carry/judged/{cdataset}/{judge}/ledger.jsonl",
+    params:
+        judge=lambda w: JUDGE_BY_SLUG[w.judge],
+        votes=config["carry"]["votes"],
+        temperature=config["carry"]["judge_temperature"],
+        max_tokens=config["carry"]["judge_max_tokens"],
+        renderings=config["carry"]["recon"]["renderings"],
+        prompt_template=judge_prompt_fingerprint(),
+        code=carry_code_fingerprint(),
+    resources:
+        local_llm=lambda w: model_resources(JUDGE_BY_SLUG[w.judge])["local_llm"],
+        api_calls=lambda w: model_resources(JUDGE_BY_SLUG[w.judge])["api_calls"],
+    log:
+        "logs/carry_judge/{cdataset}-{judge}.log",
+    benchmark:
+        "results/benchmarks/carry_judge/{cdataset}-{judge}.tsv"
+    script:
+        "../scripts/carry_judge.py"
+
+
+rule carry_analyse:
+    input:
+        carry_items="results/carry/items/{cdataset}.csv",
+        verdicts="results/carry/judged/{cdataset}/{judge}/verdicts.csv",
+        starts=lambda w: expand("results/carry/rubrics/{cdataset}/{source}.json",
+                                cdataset=w.cdataset, source=carry_start_sources(w.cdataset)),
+        chains=lambda w: carry_chain_files(w.cdataset),
+    output:
+        rates="results/carry/judged/{cdataset}/{judge}/rates.csv",
+        decisions="results/carry/judged/{cdataset}/{judge}/decisions.csv",
+        attribution="results/carry/judged/{cdataset}/{judge}/attribution.csv",
+        deletions="results/carry/judged/{cdataset}/{judge}/deletions.csv",
+    params:
+        judge=lambda w: JUDGE_BY_SLUG[w.judge],
+        gates=["none", *config["carry"]["gates"]],
+        renderings=config["carry"]["recon"]["renderings"],
+        bootstrap=config["carry"]["bootstrap"],
+        code=carry_code_fingerprint(),
+    log:
+        "logs/carry_analyse/{cdataset}-{judge}.log",
+    benchmark:
+        "results/benchmarks/carry_analyse/{cdataset}-{judge}.tsv"
+    script:
+        "../scripts/carry_analyse.py"
+
+
+rule carry_collect:
+    input:
+        rates=[f for d in CARRY_DATASETS for f in carry_judge_files(d, "rates.csv")],
+        attribution=[f for d in CARRY_DATASETS for f in carry_judge_files(d, "attribution.csv")],
+        deletions=[f for d in CARRY_DATASETS for f in carry_judge_files(d, "deletions.csv")],
+    output:
+        rates="results/carry/rates.csv",
+        attribution="results/carry/attribution.csv",
+        deletions="results/carry/deletions.csv",
+    log:
+        "logs/carry_collect.log",
+    script:
+        "../scripts/carry_collect.py"
+
+
+rule carry_failing_checks:
+    input:
+        carry_items=expand("results/carry/items/{cdataset}.csv", cdataset=["recon", "ragtruth"]),
+        verdicts=expand("results/carry/judged/{cdataset}/{judge}/verdicts.csv",
+                        cdataset=["recon", "ragtruth"], judge=MAIN_JUDGE_SLUG),
+        recon_starts=expand("results/carry/rubrics/recon/{source}.json", source=["hand", "label"]),
+        ragtruth_starts=expand("results/carry/rubrics/ragtruth/{source}.json",
+                               source=["generated", "label"]),
+        recon_chain=carry_chain_files("recon"),
+        ragtruth_chain=carry_chain_files("ragtruth"),
+    output:
+        "results/carry/failing_checks.csv",
+    params:
+        environment=config["carry"]["recon"]["table4_environment"],
+        reviser=REVISER,
+    log:
+        "logs/carry_failing_checks.log",
+    script:
+        "../scripts/carry_failing_checks.py"
+
+
+def carry_report(name, kind):
+    return report(f"figures/carry/{name}.{kind}", caption=f"../report/carry_{name}.rst",
+                  category="carry", subcategory=name.split("_")[0].capitalize())
+
+
+rule carry_figure:
+    input:
+        rates="results/carry/rates.csv",
+        attribution="results/carry/attribution.csv",
+        deletions="results/carry/deletions.csv",
+    output:
+        png=carry_report("{figure}", "png"),
+        pdf="figures/carry/{figure}.pdf",
+        csv="results/carry/figures/{figure}.csv",
+    wildcard_constraints:
+        figure="|".join(CARRY_FIGURES),
+    params:
+        judge=JUDGE,
+    log:
+        "logs/carry_figure/{figure}.log",
+    script:
+        "../scripts/carry_figure.py"
+
+
+rule carry_table:
+    input:
+        rates="results/carry/rates.csv",
+        failing="results/carry/failing_checks.csv",
+    output:
+        md=carry_report("{table}", "md"),
+        csv="figures/carry/{table}.csv",
+    wildcard_constraints:
+        table="|".join(CARRY_TABLES),
+    params:
+        judge=JUDGE,
+    log:
+        "logs/carry_table/{table}.log",
+    script:
+        "../scripts/carry_table.py"

@@ -1,0 +1,26 @@
+import json
+import logging
+from pathlib import Path
+
+from rubriclab.carry.experiment import chain_counts, run_reviser_chain
+from rubriclab.carry.sources import read_rubric_set
+from rubriclab.llm import Ledger, LLMClient, LLMConfig
+from rubriclab.runtime import configure_logging
+
+configure_logging(snakemake.log[0])
+params, wildcards = snakemake.params, snakemake.wildcards
+header, start = read_rubric_set(snakemake.input.start)
+config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
+name = f"{wildcards.cdataset}/{wildcards.source}-{wildcards.mode}-seed{wildcards.seed}"
+ledger = Ledger(snakemake.output.ledger, rule=f"carry_chain[{name}]")
+with LLMClient(config, ledger=ledger) as client:
+    record = run_reviser_chain(
+        start, rounds=params.rounds, mode=wildcards.mode, seed=int(wildcards.seed),
+        reviser=params.reviser, temperature=params.temperature, max_tokens=params.max_tokens,
+        description=header["task_description"],
+        ask=lambda request: client.run([request], label=f"carry chain {name}",
+                                       raise_on_failure=True)[0])
+record = {"dataset": wildcards.cdataset, "source": wildcards.source, **record}
+logging.info("chain %s: %s", name, chain_counts(record))
+Path(snakemake.output.chain).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n",
+                                        encoding="utf-8")

@@ -1,0 +1,29 @@
+from pathlib import Path
+
+import pandas as pd
+
+from rubriclab.carry import figures
+from rubriclab.carry.fig3 import fig3_from_rates
+from rubriclab.runtime import configure_logging
+
+configure_logging(snakemake.log[0])
+inputs, outputs = snakemake.input, snakemake.output
+read = dict(keep_default_na=False, na_values=["NaN"])
+rates = pd.read_csv(inputs.rates, **read)
+judge = snakemake.params.judge
+out = dict(out_png=Path(outputs.png), out_pdf=Path(outputs.pdf))
+figure = snakemake.wildcards.figure
+if figure == "fig1_strictness":
+    table = figures.fig1_strictness(rates, judge, **out)
+elif figure == "fig3_accuracy_vs_flawed_share":
+    table = fig3_from_rates(rates, judge, **out)
+elif figure == "fig4_self_review_drift":
+    table = figures.fig4_self_review_drift(rates, judge, **out)
+elif figure == "fig5_attribution_by_origin":
+    table = figures.fig5_attribution_by_origin(pd.read_csv(inputs.attribution, **read),
+                                               pd.read_csv(inputs.deletions, **read), judge, **out)
+elif figure == "fig6_gated_quality":
+    table = figures.fig6_gated_quality(rates, judge, **out)
+else:
+    raise ValueError(f"unknown carry figure {figure!r}")
+table.to_csv(outputs.csv, index=False)
