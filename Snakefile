@@ -12,6 +12,7 @@ include: "workflow/rules/recon.smk"
 include: "workflow/rules/rubrics.smk"
 include: "workflow/rules/judge.smk"
 include: "workflow/rules/carry.smk"
+include: "workflow/rules/transfer.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/verify.smk"
 

@@ -18,13 +18,14 @@ from rubriclab.llm.fake import call_digest
 pytestmark = pytest.mark.pipeline
 
 REPO = Path(__file__).resolve().parents[2]
+SECOND_JUDGE = "fake/hash?delay_s=0"
 
 
 def write_config(workdir: Path, judge: str, n: int = 3, **llm) -> Path:
     config = {
         "data_mirror": str((REPO / ".." / "shared" / "data").resolve()),
         "cache_dir": str(workdir / "cache"),
-        "models": {"judge": judge, "agent": judge},
+        "models": {"judge": judge, "agent": judge, "generator": judge, "reviser": judge},
         "llm": {"per_model": {judge: {"concurrency": 1, "backoff_s": 0.0, **llm}},
                 "progress_interval_s": 0.5},
         "datasets": {
@@ -33,7 +34,14 @@ def write_config(workdir: Path, judge: str, n: int = 3, **llm) -> Path:
                    "max_task_chars": 2000, "seed": 0}
             for name in ("summedits", "ragtruth")
         },
-        "carry": {"fig2": {"runs": 2, "lengths": [3, 5, 10]}},
+        "carry": {"fig2": {"runs": 2, "lengths": [3, 5, 10]},
+                  # A second judge string with the same answers: Table 2 gets two columns.
+                  "judges": [judge, SECOND_JUDGE]},
+        "transfer": {"generators": [judge, SECOND_JUDGE], "response_model": judge,
+                     "panel": [f"{judge}@0", f"{judge}@1", f"{judge}@2"],
+                     "panel_choices": {"first_two": [f"{judge}@0", f"{judge}@1"]},
+                     "degrader": judge, "judge_votes": 3, "judge_temperature": 1.0,
+                     "criteria_per_rubric": 2, "embedding_model": "fake-embed/words"},
         "verify": {"trials": 2, "max_steps": 3, "bootstrap": 500},
     }
     path = workdir / "test_config.yaml"
@@ -124,7 +132,8 @@ def test_rerun_after_deleting_outputs_makes_no_model_call(finished_run):
 
 def test_swapping_the_judge_reruns_the_judge_and_everything_after_it(finished_run):
     workdir, config = finished_run
-    plan = run(workdir, config, "-n", "--config", "models={'judge': 'fake/yes'}").stdout
+    plan = run(workdir, config, "-n", "--config", "models={'judge': 'fake/yes'}",
+               "carry={'judges': ['fake/yes']}").stdout
     assert "carry_fig2_judge" in plan and "carry_fig2_plot" in plan
     assert "prepare_dataset" not in plan and "fetch_raw" not in plan
 
@@ -255,3 +264,102 @@ def test_table1_is_built_from_the_seed_example(finished_run):
     assert table.loc["D", "blame"] == pytest.approx(1)
     assert "| R1 | flawed | A | A: 1 (unique catch) |" in (
         workdir / "figures/carry/table1_shapley_example.md").read_text()
+
+
+def planned_rules(plan: str) -> set[str]:
+    """Rule names of a dry run's job table ("rule  count" lines)."""
+    rules = set()
+    for line in plan.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("job", "total"):
+            rules.add(parts[0])
+    return rules
+
+
+def test_carry_rates_are_the_all_must_pass_outcomes_of_the_judged_verdicts(finished_run):
+    workdir, _ = finished_run
+    rates = pd.read_csv(workdir / "results/carry/rates.csv", keep_default_na=False,
+                        na_values=["NaN"])
+    hand = json.loads((workdir / "results/carry/rubrics/recon/hand.json").read_text())
+    items = pd.read_csv(workdir / "results/carry/items/recon.csv", keep_default_na=False)
+    judged = sorted((workdir / "results/carry/judged/recon").iterdir())
+    main = next(d for d in judged if d.name.startswith("fake_hash-"))
+    verdicts = pd.read_csv(main / "verdicts.csv", keep_default_na=False)
+    answers = verdicts[verdicts.kind == "check"].set_index(["item_id", "check_text"]).answer
+    passed = {}
+    for item in items[items.in_recon72.astype(str) == "True"].itertuples():
+        texts = [c["text"] for c in hand["rubrics"][item.scope]["checks"]]
+        passed[item.item_id] = (item.label, all(answers[(item.item_id, t)] == "yes" for t in texts))
+    correct = [p for label, p in passed.values() if label == "correct"]
+    row = rates[(rates.judge == "fake/hash") & (rates.dataset == "recon") & (rates.item_set == "recon72")
+                & (rates.source == "hand") & (rates.rendering == "per_check")
+                & (rates.metric == "correct_passed")]
+    assert row.value.item() == pytest.approx(100 * sum(correct) / len(correct))
+    assert row.n.item() == len(correct) == 4  # two environments, two correct reports each
+    # Every rendering of every start rubric, and gated replays of every chain, are there.
+    recon72 = rates[(rates.dataset == "recon") & (rates.item_set == "recon72")]
+    assert set(recon72.rendering) == {"per_check", "all_in_one", "paragraph", "scale"}
+    assert set(recon72.source) == {"hand", "generated", "label"}
+    chains = rates[(rates.dataset == "recon") & (rates["round"] == 2)]
+    assert set(chains.gate) == {"none", "R", "P", "S", "S+P"}
+    assert set(chains.variant) == {"standard", "loo"}
+
+
+def test_carry_tables_have_a_row_per_chain_and_a_column_per_judge(finished_run):
+    workdir, _ = finished_run
+    table2 = (workdir / "figures/carry/table2_gate_replay.md").read_text()
+    assert "fake/hash judge" in table2 and "fake/hash?delay_s=0 judge" in table2
+    assert table2.count("Gate S+P, leave-one-out") == 6  # 2 starts x 3 modes x 1 seed
+    table3 = pd.read_csv(workdir / "figures/carry/table3_gates_human_labeled.csv")
+    assert len(table3) == 4  # summedits and ragtruth x (generated free, label free)
+    for name in ("fig1_strictness", "fig3_accuracy_vs_flawed_share", "fig4_self_review_drift",
+                 "fig5_attribution_by_origin", "fig6_gated_quality"):
+        assert (workdir / f"figures/carry/{name}.png").read_bytes()[:4] == b"\x89PNG"
+        assert (workdir / f"figures/carry/{name}.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_transfer_q_metric_is_the_micro_average_of_the_judged_edits(finished_run):
+    workdir, _ = finished_run
+    stats = pd.read_csv(workdir / "results/transfer/analysis/stats.csv", keep_default_na=False,
+                        na_values=["NaN"])
+    assert {"existing", "framing", "it", "degradation", "similarity"} <= set(stats.family)
+    verdicts = pd.concat([pd.read_csv(p, keep_default_na=False)
+                          for p in (workdir / "results/transfer/verdicts").glob("*.csv")])
+    vector = {k: g.sort_values("criterion_index").verdict.to_numpy()
+              for k, g in verdicts.groupby(["response_id", "rubric"])}
+    examples = sorted({r.split("|")[0] for r, _ in vector if "|rubric_edit|" in r})
+    gained = could = 0
+    for example in examples:  # Q+(Cg->C*): pass the generated rubric, measure the expert one
+        before = vector[(f"{example}|original|fake/hash|0", "expert")]
+        after = vector[(f"{example}|rubric_edit|fake/hash|fake/hash|-1|+", "expert")]
+        gained += int((after == 1).sum()) - int((before == 1).sum())
+        could += int((before == 0).sum())
+    row = stats[(stats.family == "it") & (stats.metric == "Q+(Cg->C*)")
+                & (stats.generator == "fake/hash") & (stats.generator_b == "")]
+    assert row.estimate.item() == pytest.approx(gained / could)
+    for name in ("fig4_existing_approaches", "fig5_interventional_transfer", "fig6_criteria_level",
+                 "figA1_matching_framings", "figA2_panel_sensitivity", "figA4_by_response_model"):
+        assert (workdir / f"figures/transfer/{name}.png").read_bytes()[:4] == b"\x89PNG"
+    edit_sizes = pd.read_csv(workdir / "figures/transfer/tableA9_edit_sizes.csv")
+    assert len(edit_sizes) == 4
+
+
+def test_swapping_the_reviser_reruns_only_revisions_gates_and_figures(finished_run):
+    """Runs last: it changes the finished run. The judge is asked only about new check texts."""
+    workdir, config = finished_run
+    swap = ("--config", "models={'reviser': 'fake/hash?salt=another-reviser'}")
+    plan = planned_rules(run(workdir, config, "-n", *swap).stdout)
+    assert {"carry_chain", "carry_judge", "carry_analyse", "carry_figure", "carry_table"} <= plan
+    assert not plan & {"carry_rubric_model", "carry_rubric_hand", "carry_items",
+                       "carry_fig2_judge", "verify_judge_labels", "prepare_dataset"}
+    assert not {rule for rule in plan if rule.startswith("transfer_")}
+    verdict_file = next((workdir / "results/carry/judged/recon").glob("fake_hash-*/verdicts.csv"))
+    before = pd.read_csv(verdict_file, keep_default_na=False)
+    asked_before = set(zip(before.item_id, before.check_text, before.rendering, before.source))
+    run(workdir, config, *swap)
+    after = pd.read_csv(verdict_file, keep_default_na=False)
+    new_questions = set(zip(after.item_id, after.check_text, after.rendering, after.source)) - asked_before
+    ledger = workdir / f"results/ledger/carry_judge-recon-{verdict_file.parent.name}.jsonl"
+    rows = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert new_questions and sum(not r["cached"] for r in rows) == len(new_questions)
+    assert len(rows) == len(after)

@@ -24,6 +24,7 @@ rule carry_items:
         "results/carry/items/{cdataset}.csv",
     params:
         environments=config["carry"]["recon"]["environments"],
+        code=carry_code_fingerprint(),
     log:
         "logs/carry_items/{cdataset}.log",
     script:
@@ -36,6 +37,8 @@ rule carry_rubric_hand:
         carry_items="results/carry/items/recon.csv",
     output:
         "results/carry/rubrics/recon/hand.json",
+    params:
+        code=carry_code_fingerprint(),
     log:
         "logs/carry_rubric/recon-hand.log",
     script:
@@ -98,7 +101,7 @@ rule carry_judge:
         chains=lambda w: carry_chain_files(w.cdataset),
     output:
         verdicts="results/carry/judged/{cdataset}/{judge}/verdicts.csv",
-        ledger="results/carry/judged/{cdataset}/{judge}/ledger.jsonl",
+        ledger="results/ledger/carry_judge-{cdataset}-{judge}.jsonl",
     params:
         judge=lambda w: JUDGE_BY_SLUG[w.judge],
         votes=config["carry"]["votes"],
@@ -174,6 +177,7 @@ rule carry_failing_checks:
     params:
         environment=config["carry"]["recon"]["table4_environment"],
         reviser=REVISER,
+        code=carry_code_fingerprint(),
     log:
         "logs/carry_failing_checks.log",
     script:
@@ -198,6 +202,7 @@ rule carry_figure:
         figure="|".join(CARRY_FIGURES),
     params:
         judge=JUDGE,
+        code=carry_code_fingerprint(),
     log:
         "logs/carry_figure/{figure}.log",
     script:
@@ -215,6 +220,7 @@ rule carry_table:
         table="|".join(CARRY_TABLES),
     params:
         judge=JUDGE,
+        code=carry_code_fingerprint(),
     log:
         "logs/carry_table/{table}.log",
     script:

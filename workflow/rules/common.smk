@@ -5,6 +5,7 @@ import re
 from importlib.resources import files
 
 from rubriclab.carry.prompts import template_fingerprint as judge_prompt_fingerprint
+from rubriclab.transfer.prompts import template_fingerprint as transfer_prompt_fingerprint
 from rubriclab.config import apply_env_overrides, load_yaml, validate_config
 from rubriclab.data.download import dataset_files
 from rubriclab.files import tree_fingerprint
@@ -51,6 +52,10 @@ def carry_code_fingerprint():
     return tree_fingerprint(files("rubriclab") / "carry")
 
 
+def transfer_code_fingerprint():
+    return tree_fingerprint(files("rubriclab") / "transfer")
+
+
 def verify_code_fingerprint():
     return tree_fingerprint(files("rubriclab") / "verify")
 
@@ -73,6 +78,7 @@ def ledger_files():
         "results/ledger/verify_agent_trials.jsonl",
         "results/ledger/verify_reply_rubric.jsonl",
         *carry_ledger_files(),
+        *transfer_ledger_files(),
     ]
 
 
@@ -82,6 +88,7 @@ def all_targets():
         *expand("figures/carry/fig2_checklist_length.{ext}", ext=["png", "pdf", "csv"]),
         *expand("figures/carry/table1_shapley_example.{ext}", ext=["md", "csv"]),
         *carry_targets(),
+        *transfer_targets(),
         *expand("figures/verify/fig2_calibration.{ext}", ext=["png", "pdf"]),
         *expand("figures/verify/table_calibration.{ext}", ext=["md", "csv"]),
         "figures/data_summary.md",
@@ -138,7 +145,7 @@ def carry_ledger_files():
                   for source in carry_start_sources(dataset) if source != "hand"]
         files += [f"results/ledger/carry_chain-{dataset}-{source}-{mode}-seed{seed}.jsonl"
                   for source, mode, seed in carry_chains(dataset)]
-        files += carry_judge_files(dataset, "ledger.jsonl")
+        files += [f"results/ledger/carry_judge-{dataset}-{judge}.jsonl" for judge in JUDGE_BY_SLUG]
     return files
 
 
@@ -152,4 +159,79 @@ def carry_targets():
     return [
         *expand("figures/carry/{figure}.{ext}", figure=CARRY_FIGURES, ext=["png", "pdf"]),
         *expand("figures/carry/{table}.{ext}", table=CARRY_TABLES, ext=["md", "csv"]),
+    ]
+
+
+# --- transfer: HealthBench rubric generation, interventions, baselines -------------------------
+
+TRANSFER = config["transfer"]
+T_JUDGE = TRANSFER["judge"] or JUDGE
+T_RESTATER = TRANSFER["restater"] or T_JUDGE
+T_MATCHER = TRANSFER["matcher"] or T_JUDGE
+T_GENERATORS = TRANSFER["generators"]
+T_RESPONSE_MODEL = TRANSFER["response_model"]
+T_IT_MODELS = TRANSFER["it_response_models"] or [T_RESPONSE_MODEL]
+T_DEGRADATION_MODELS = TRANSFER["degradation_models"] or [TRANSFER["degrader"]]
+if T_RESPONSE_MODEL not in T_IT_MODELS:
+    raise ValueError("config key 'transfer.it_response_models' must include "
+                     f"transfer.response_model ({T_RESPONSE_MODEL!r})")
+if TRANSFER["degrader"] not in T_DEGRADATION_MODELS:
+    raise ValueError("config key 'transfer.degradation_models' must include "
+                     f"transfer.degrader ({TRANSFER['degrader']!r})")
+
+
+def responder(entry):
+    """'model' or 'model@k' -> 'model|k' (the responder id the pipeline uses)."""
+    model, _, sample = entry.partition("@")
+    if sample and not sample.isdigit():
+        raise ValueError(f"config key 'transfer.panel': {entry!r}: the part after '@' must be a "
+                         "sample index")
+    return f"{model}|{int(sample or 0)}"
+
+
+T_PANEL = [responder(entry) for entry in TRANSFER["panel"]]
+T_PANELS = {"all": T_PANEL, **{name: [responder(e) for e in entries]
+                               for name, entries in TRANSFER["panel_choices"].items()}}
+for _name, _members in T_PANELS.items():
+    _unknown = sorted(set(_members) - set(T_PANEL))
+    if _unknown:
+        raise ValueError(f"config key 'transfer.panel_choices.{_name}': {_unknown} are not in "
+                         "transfer.panel")
+T_RESPONDERS = list(dict.fromkeys([f"{m}|0" for m in T_IT_MODELS] + T_PANEL
+                                  + [f"{m}|0" for m in T_DEGRADATION_MODELS]))
+RESPONDER_BY_SLUG = {model_slug(r): r for r in T_RESPONDERS}
+T_GENERATOR_BY_SLUG = {model_slug(g): g for g in T_GENERATORS}
+T_MODEL_BY_SLUG = {model_slug(m): m for m in set(T_IT_MODELS) | set(T_DEGRADATION_MODELS)}
+
+
+def transfer_response_files():
+    """Stem of every responses table the judge scores."""
+    return (["physician"]
+            + [f"original-{slug}" for slug in RESPONDER_BY_SLUG]
+            + [f"degraded-{model_slug(m)}" for m in T_DEGRADATION_MODELS]
+            + [f"interventions-{model_slug(m)}" for m in T_IT_MODELS])
+
+
+def transfer_ledger_files():
+    return (["results/ledger/transfer_restate.jsonl"]
+            + [f"results/ledger/transfer_generate-{slug}.jsonl" for slug in T_GENERATOR_BY_SLUG]
+            + [f"results/ledger/transfer_respond-{slug}.jsonl" for slug in RESPONDER_BY_SLUG]
+            + [f"results/ledger/transfer_degrade-{model_slug(m)}.jsonl" for m in T_DEGRADATION_MODELS]
+            + [f"results/ledger/transfer_intervene-{model_slug(m)}.jsonl" for m in T_IT_MODELS]
+            + [f"results/ledger/transfer_judge-{name}.jsonl" for name in transfer_response_files()]
+            + [f"results/ledger/transfer_match-{slug}.jsonl" for slug in T_GENERATOR_BY_SLUG])
+
+
+TRANSFER_FIGURES = ["fig4_existing_approaches", "fig5_interventional_transfer",
+                    "fig6_criteria_level", "figA1_matching_framings", "figA2_panel_sensitivity",
+                    "figA4_by_response_model"]
+TRANSFER_TABLES = ["tableA4_existing_paired_differences", "tableA5_degradation",
+                   "tableA6_similarity_pass_fail", "tableA7_similarity_cutoffs",
+                   "tableA8_it_paired_differences", "tableA9_edit_sizes"]
+
+
+def transfer_targets():
+    return [
+        *expand("figures/transfer/{figure}.{ext}", figure=TRANSFER_FIGURES, ext=["png", "pdf"]),
+        *expand("figures/transfer/{table}.{ext}", table=TRANSFER_TABLES, ext=["md", "csv"]),
     ]

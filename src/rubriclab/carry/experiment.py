@@ -90,6 +90,12 @@ def applies(rubric_scope: str, item_scope: str) -> bool:
     return rubric_scope == ALL_SCOPE or rubric_scope == item_scope
 
 
+def _in_scope(items: pd.DataFrame, scope: str) -> pd.DataFrame:
+    """The items a rubric of `scope` grades (a boolean mask, so an empty table stays a table)."""
+    mask = np.array([applies(scope, s) for s in items["scope"]], dtype=bool)
+    return items.loc[mask]
+
+
 def rubric_for(rubric_set: Mapping[str, Rubric], item_scope: str) -> Rubric:
     if item_scope in rubric_set:
         return rubric_set[item_scope]
@@ -349,7 +355,7 @@ class EvidenceSource:
     items: pd.DataFrame  # gate items: item_id, label, scope
 
     def for_scope(self, scope: str) -> Callable[[Rubric, Revision], GateEvidence]:
-        in_scope = self.items[[applies(scope, s) for s in self.items["scope"]]]
+        in_scope = _in_scope(self.items, scope)
 
         def evidence(rubric: Rubric, revision: Revision) -> GateEvidence:
             proposed = {i: op.new_text for i, op in enumerate(revision.ops)
@@ -502,7 +508,7 @@ def attribution_rows(items: pd.DataFrame, verdicts: Verdicts, scope: str,
                      rubric: Rubric) -> pd.DataFrame:
     """Shapley credit, blame and unique catches of each check on the items in `scope`
     whose verdicts on every check of the rubric are determined."""
-    in_scope = items[[applies(scope, s) for s in items["scope"]]]
+    in_scope = _in_scope(items, scope)
     codes = verdicts.matrix(list(in_scope["item_id"]), [c.text for c in rubric.checks])
     determined = (codes != UNDETERMINED).all(axis=1)
     flawed = in_scope["label"].to_numpy()[determined] == "flawed"

@@ -9,13 +9,14 @@ origin ("hand", "generated", "label") and its lineage (see `rubriclab.carry.revi
   description, no item and no label) and writes the checks.
 - label-taught: a teacher model is given calibration items with their human labels
   (correct or flawed) and writes checks that pass the correct ones and fail the flawed ones.
-Both answer in the "rubric_checks" response format; an answer that cannot be parsed stops
+Both answer in the "rubric_checks_<n>" response format (at most n checks); an answer that cannot be parsed stops
 the run with the reason (a rubric source is one call, so there is nothing to count around).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -113,9 +114,9 @@ def teaching_examples(items: pd.DataFrame, per_label: int | None, seed: int) -> 
 # --- building rubrics -----------------------------------------------------------------------
 
 def source_request(model: str, messages: list[dict], temperature: float,
-                   max_tokens: int) -> Request:
+                   max_tokens: int, n_checks: int) -> Request:
     return Request.chat(model, messages, temperature=temperature, max_tokens=max_tokens,
-                        response_format="rubric_checks")
+                        response_format=f"rubric_checks_{n_checks}")
 
 
 def rubric_from_texts(name: str, texts: list[str], origin: str, id_prefix: str) -> Rubric:
@@ -197,11 +198,17 @@ def build_model_rubric(client, dataset: str, source: str, items: pd.DataFrame, *
         meta = {"model": model, "examples": list(examples["item_id"])}
     else:
         raise ValueError(f"source {source!r} is not written by a model (generated, label)")
-    completion = client.run([source_request(model, messages, temperature, max_tokens)],
+    completion = client.run([source_request(model, messages, temperature, max_tokens, n_checks)],
                             label=f"carry {source} rubric {dataset}")[0]
     if completion.outcome != "ok":
         raise ValueError(f"{dataset} {source} rubric: the answer of {model} could not be read "
                          f"as a checklist after re-asking ({completion.error}); nothing to use")
     prefix = "g" if source == "generated" else "l"
-    rubric = rubric_from_texts(f"{source}:{dataset}", completion.parsed, source, prefix)
+    texts = list(dict.fromkeys(completion.parsed))
+    meta["repeated_checks_dropped"] = len(completion.parsed) - len(texts)
+    if meta["repeated_checks_dropped"]:
+        logging.getLogger(__name__).warning(
+            "%s %s rubric: %d check(s) written twice by %s were kept once", dataset, source,
+            meta["repeated_checks_dropped"], model)
+    rubric = rubric_from_texts(f"{source}:{dataset}", texts, source, prefix)
     return {ALL_SCOPE: rubric}, meta

@@ -8,7 +8,9 @@
     fake/unparseable       always "Maybe, it depends." (never parses as yes/no)
     fake/empty             always "" (an empty answer is a failure)
 
-An optional `?delay_s=0.05` suffix makes each call sleep first (to interrupt runs in tests).
+An optional `?delay_s=0.05` suffix makes each call sleep first (to interrupt runs in tests);
+`?salt=<text>` mixes the text into the digest, so fake/hash?salt=b answers unlike fake/hash
+(a different model for tests that swap one).
 With RUBRICLAB_FAKE_CALL_LOG set, every call appends one line to that file (tests count calls).
 """
 
@@ -33,7 +35,7 @@ def parse_fake_model(model: str) -> tuple[str, float]:
     if name not in BEHAVIOURS:
         raise ValueError(f"unknown fake model {model!r}; known: fake/{', fake/'.join(BEHAVIOURS)}")
     options = parse_qs(query)
-    unknown = set(options) - {"delay_s"}
+    unknown = set(options) - {"delay_s", "salt"}
     if unknown:
         raise ValueError(f"fake model {model!r}: unknown option(s) {sorted(unknown)}")
     delay = float(options.get("delay_s", ["0"])[0])
@@ -50,6 +52,9 @@ def fake_answer(request: Request, messages: list[dict[str, str]]) -> str:
     if delay:
         time.sleep(delay)
     digest = call_digest(messages, request.sample_index)
+    salt = parse_qs(request.model.partition("?")[2]).get("salt")
+    if salt:
+        digest = hashlib.sha256((salt[0] + digest).encode("utf-8")).hexdigest()
     log_path = os.environ.get("RUBRICLAB_FAKE_CALL_LOG")
     if log_path:
         with open(log_path, "a", encoding="utf-8") as log:
@@ -82,12 +87,41 @@ def _structured_answer(response_format: str, messages: list[dict[str, str]],
     if response_format.startswith("verdict_list_"):
         n = int(response_format.rsplit("_", 1)[1])
         return json.dumps({"verdicts": ["yes" if (bits >> k) & 1 else "no" for k in range(n)]})
-    if response_format == "rubric_checks":
-        n = 3 + bits % 4
+    if response_format.startswith("rubric_checks"):
+        limit = int(response_format.rsplit("_", 1)[1]) if response_format[-1].isdigit() else 20
+        n = min(limit, 3 + bits % 4)
         return json.dumps({"checks": [f"The output meets fake requirement {digest[k * 4:k * 4 + 4]}."
                                       for k in range(n)]})
     if response_format == "rubric_revision":
         return _fake_revision(messages[-1]["content"], digest)
+    return _transfer_answer(response_format, messages[-1]["content"], digest, bits)
+
+
+_NUMBERED_LINE = re.compile(r"^(\d+)\. ", re.MULTILINE)
+_TRUE_LABEL = re.compile(r"^T(\d+): ", re.MULTILINE)
+
+
+def _transfer_answer(response_format: str, prompt: str, digest: str, bits: int) -> str | None:
+    """Valid answers in the transfer work's formats (rubriclab.llm.formats_transfer)."""
+    if response_format == "transfer_rubric":
+        return json.dumps([f"The response meets fake criterion {digest[k * 4:k * 4 + 4]}."
+                           for k in range(3 + bits % 3)])
+    if response_format == "transfer_similarity":
+        return str(bits % 10)
+    if response_format == "transfer_restated":
+        return json.dumps({number: f"The response avoids fake problem {number}."
+                           for number in _NUMBERED_LINE.findall(prompt)})
+    if response_format.startswith("transfer_scores_"):
+        n = int(response_format.rsplit("_", 1)[1])
+        return json.dumps({str(k): (bits >> k) & 1 for k in range(n)})
+    if response_format.startswith("transfer_match_"):
+        n = int(response_format.rsplit("_", 1)[1])
+        labels = [f"T{j}" for j in _TRUE_LABEL.findall(prompt)]
+        return json.dumps({"indices": {f"G{i}": [t for k, t in enumerate(labels)
+                                                  if (bits >> (i * 7 + k)) % 3 == 0]
+                                       for i in range(n)}})
+    if response_format == "transfer_response":
+        return f"Fake response {digest[:8]}: " + " ".join(digest[k:k + 5] for k in range(0, 40, 5))
     return None
 
 

@@ -206,8 +206,11 @@ def get_format(name: str) -> ResponseFormat:
         match = _VERDICT_LIST.match(name)
         if match:
             return verdict_list_format(int(match.group(1)))
+        match = _RUBRIC_CHECKS.match(name)
+        if match:
+            return rubric_checks_format(int(match.group(1)))
         raise ValueError(
-            f"unknown response format {name!r}; known formats: {', '.join(sorted(FORMATS))}, verdict_list_<n>"
+            f"unknown response format {name!r}; known formats: {', '.join(sorted(FORMATS))}, verdict_list_<n>, rubric_checks_<n>"
         ) from None
 
 
@@ -287,14 +290,16 @@ FORMATS["rubric_revision"] = ResponseFormat(
     ),
 )
 
+# Strings of at most 300 characters and bounded lists: a small local model that starts
+# repeating itself reaches the end of the grammar instead of its token limit.
 _JSON_STRING_RULES = [
-    r'string ::= "\"" char+ "\""',
+    r'string ::= "\"" char{1,300} "\""',
     r'char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})',
     r'ws ::= " "?',
 ]
 
 _REVISION_GRAMMAR = "\n".join([
-    r'root ::= "{\"checks\": [" ws entry ("," ws entry)* "]}"',
+    r'root ::= "{\"checks\": [" ws entry ("," ws entry){0,39} "]}"',
     r'entry ::= keep | edit | delete | add',
     r'keep ::= "{\"id\": " string ", \"action\": \"keep\"}"',
     r'edit ::= "{\"id\": " string ", \"action\": \"edit\", \"text\": " string "}"',
@@ -317,7 +322,10 @@ MAX_RUBRIC_CHECKS = 20
 
 
 def parse_rubric_checks(text: str) -> list[str]:
-    """Exactly one JSON object `{"checks": ["<check>", ...]}` with 1..20 distinct non-empty texts."""
+    """Exactly one JSON object `{"checks": ["<check>", ...]}` with 1..20 non-empty texts.
+
+    A check given twice stays twice here; the rubric builder keeps one and records the repeat.
+    """
     value = _load_strict_json(text, "a rubric")
     if not isinstance(value, dict) or set(value) != {"checks"}:
         raise UnparseableAnswer('expected a JSON object with the single key "checks"')
@@ -331,9 +339,6 @@ def parse_rubric_checks(text: str) -> list[str]:
         if not isinstance(check, str) or not check.strip():
             raise UnparseableAnswer(f'entry {position} of "checks" must be a non-empty string')
         texts.append(" ".join(check.split()))
-    repeated = sorted({t for t in texts if texts.count(t) > 1})
-    if repeated:
-        raise UnparseableAnswer(f"check(s) given more than once: {repeated[:2]}")
     return texts
 
 
@@ -343,13 +348,35 @@ FORMATS["rubric_checks"] = ResponseFormat(
     reask_instruction=(
         "Your answer could not be read. Answer with exactly one JSON object and nothing else "
         '(no code fence, no prose), of the form {"checks": ["<check 1>", "<check 2>", ...]}: '
-        f"between 1 and {MAX_RUBRIC_CHECKS} distinct checks, each a non-empty string."
+        f"between 1 and {MAX_RUBRIC_CHECKS} checks, each a non-empty string."
     ),
-    gbnf_grammar="\n".join([
-        r'root ::= "{\"checks\": [" ws string ("," ws string)* "]}"',
-        *_JSON_STRING_RULES,
-    ]) + "\n",
 )
+
+
+_RUBRIC_CHECKS = re.compile(r"^rubric_checks_([1-9][0-9]?)$")
+
+
+def rubric_checks_format(n_checks: int) -> ResponseFormat:
+    """rubric_checks with at most `n_checks` checks, which its grammar enforces on local models."""
+    if not 1 <= n_checks <= MAX_RUBRIC_CHECKS:
+        raise ValueError(f"rubric_checks needs 1..{MAX_RUBRIC_CHECKS} checks, got {n_checks}")
+
+    def parse(text: str) -> list[str]:
+        checks = parse_rubric_checks(text)
+        if len(checks) > n_checks:
+            raise UnparseableAnswer(f"{len(checks)} checks; at most {n_checks} were asked for")
+        return checks
+
+    return ResponseFormat(
+        name=f"rubric_checks_{n_checks}",
+        parse=parse,
+        reask_instruction=FORMATS["rubric_checks"].reask_instruction.replace(
+            f"between 1 and {MAX_RUBRIC_CHECKS}", f"between 1 and {n_checks}"),
+        gbnf_grammar="\n".join([
+            f'root ::= "{{\\"checks\\": [" ws string ("," ws string){{0,{n_checks - 1}}} "]}}"',
+            *_JSON_STRING_RULES,
+        ]) + "\n",
+    )
 
 
 # --- scale_1_10: one integer score (carry's generic 1-10 scale rendering) ---------------------
@@ -413,3 +440,10 @@ def verdict_list_format(n_checks: int) -> ResponseFormat:
             r'ws ::= " "?',
         ]) + "\n",
     )
+
+
+# The transfer work's formats live beside the prompts they answer (imported last: they build on
+# ResponseFormat and the JSON helpers above).
+from rubriclab.llm.formats_transfer import TRANSFER_FORMATS  # noqa: E402
+
+FORMATS.update(TRANSFER_FORMATS)

@@ -1,0 +1,1 @@
+"""transfer: model-free computations of "Evaluating Rubric Generation with Interventional Transfer"."""

@@ -1,0 +1,379 @@
+"""One judge's analysis on a tiny Recon-like setup whose every number is worked out by hand.
+
+Two environments, three reports each (ids "<env>:<kind>"): a correct report "ok", a flawed
+report with a planned flaw "planned" and a flawed report with an unplanned miss "miss".
+Recon-72 (the rendering items and the gate items) is the "ok" and "planned" reports; e1 is
+a calibration environment, e2 an evaluation one.
+
+Which checks answer No (every other verdict is Yes):
+
+    H1 (e1 hand)   e1:planned            K1 (e2 hand)   e2:planned
+    H2 (e1 hand)   e1:miss               K2 (e2 hand)   e2:planned
+    ADD (review)   e1:ok, e2:ok
+    L1 (label)     e1:planned, e2:planned, e1:miss
+    L2 (label)     e2:ok, e2:miss
+
+The hand chain (free, seed 0, two rounds), scripted:
+    e1 round 1: delete h1, keep h2, add ADD      round 2: keep h2, keep r1-add1
+    e2 round 1: delete k1, keep k2, add ADD      round 2: delete k2, keep r1-add1
+Ungated rubrics: e1 {h1,h2} -> {h2,ADD} -> {h2,ADD};  e2 {k1,k2} -> {k2,ADD} -> {ADD}.
+"""
+
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rubriclab.carry.analysis import (
+    Chain, Setting, analyse, failing_rows, final_rubric_set, pick_chain, recon_item_name,
+    short_item_name,
+)
+from rubriclab.carry.experiment import (
+    ITEM_COLUMNS, RATE_COLUMNS, JudgeSpec, Verdicts, check_texts_by_scope, checked_rubric_round_trip,
+    judge_plan, run_reviser_chain, verdict_rows,
+)
+from rubriclab.carry.revision import Rubric, RubricCheck
+from rubriclab.carry.sources import ALL_SCOPE
+
+DESCRIPTION = "a security findings report"
+H1, H2 = "The report names the public bucket.", "The report cites the bucket policy."
+K1, K2 = "The report names the open port.", "The report gives the port a severity."
+ADD = "The report uses section headings."
+L1, L2 = "The report invents no finding.", "The report covers every resource in scope."
+
+FAILS = {
+    H1: {"e1:planned"}, H2: {"e1:miss"},
+    K1: {"e2:planned"}, K2: {"e2:planned"},
+    ADD: {"e1:ok", "e2:ok"},
+    L1: {"e1:planned", "e2:planned", "e1:miss"}, L2: {"e2:ok", "e2:miss"},
+}
+# one-call renderings of the start rubrics on Recon-72: "pass", "fail" or "unparseable"
+RENDERED = {
+    ("hand", "all_in_one"): {"e1:ok": "fail", "e1:planned": "fail", "e2:ok": "pass",
+                             "e2:planned": "pass"},
+    ("label", "all_in_one"): {"e1:ok": "pass", "e1:planned": "unparseable", "e2:ok": "pass",
+                              "e2:planned": "fail"},
+}
+
+
+def make_items() -> pd.DataFrame:
+    rows = []
+    for env, split in (("e1", "calibration"), ("e2", "evaluation")):
+        for kind, label in (("ok", "correct"), ("planned", "flawed"), ("miss", "flawed")):
+            rows.append(dict(item_id=f"{env}:{kind}", task=f"Brief {env}",
+                             output=f"Report {env} {kind}", label=label, scope=env, split=split,
+                             unplanned=kind == "miss", in_recon72=kind != "miss"))
+    return pd.DataFrame(rows, columns=ITEM_COLUMNS)
+
+
+def start_sets() -> dict[str, dict[str, Rubric]]:
+    return {
+        "hand": {
+            "e1": Rubric("hand:e1", (RubricCheck("h1", H1, "hand"), RubricCheck("h2", H2, "hand"))),
+            "e2": Rubric("hand:e2", (RubricCheck("k1", K1, "hand"), RubricCheck("k2", K2, "hand"))),
+        },
+        "label": {ALL_SCOPE: Rubric("label:recon", (RubricCheck("l1", L1, "label"),
+                                                     RubricCheck("l2", L2, "label")))},
+    }
+
+
+SCRIPT = {  # first id shown to the reviser -> its answer
+    "h1": [{"id": "h1", "action": "delete"}, {"id": "h2", "action": "keep"},
+           {"action": "add", "text": ADD}],
+    "h2": [{"id": "h2", "action": "keep"}, {"id": "r1-add1", "action": "keep"}],
+    "k1": [{"id": "k1", "action": "delete"}, {"id": "k2", "action": "keep"},
+           {"action": "add", "text": ADD}],
+    "k2": [{"id": "k2", "action": "delete"}, {"id": "r1-add1", "action": "keep"}],
+}
+
+
+def scripted_ask(request):
+    prompt = request.messages[-1].content
+    first_id = prompt.split("Checklist:\n[", 1)[1].split("]", 1)[0]
+    return SimpleNamespace(outcome="ok", text=json.dumps({"checks": SCRIPT[first_id]}), error="")
+
+
+def hand_chain() -> Chain:
+    record = run_reviser_chain(start_sets()["hand"], 2, "free", 0, "fake/reviser", 0.7, 900,
+                               DESCRIPTION, scripted_ask)
+    checked_rubric_round_trip(record)
+    return Chain("hand", json.loads(json.dumps(record)))
+
+
+def judged(items: pd.DataFrame, chain: Chain, starts=None, fails=None) -> Verdicts:
+    """The judging job's plan, answered from FAILS and RENDERED."""
+    starts = start_sets() if starts is None else starts
+    fails = FAILS if fails is None else fails
+    texts = check_texts_by_scope(starts.values(), [chain.record])
+    requests, rows = judge_plan(items, texts, DESCRIPTION, JudgeSpec("fake/judge", 1, 0.0, 4),
+                                rendering_sets=starts, renderings=("all_in_one",),
+                                rendering_item_ids=items.loc[items["in_recon72"], "item_id"])
+    completions = []
+    for row in rows:
+        if row["kind"] == "check":
+            answer = "no" if row["item_id"] in fails[row["check_text"]] else "yes"
+            completions.append(SimpleNamespace(outcome="ok", parsed=answer))
+            continue
+        outcome = RENDERED[(row["source"], row["rendering"])][row["item_id"]]
+        if outcome == "unparseable":
+            completions.append(SimpleNamespace(outcome="unparseable", parsed=None))
+        else:
+            completions.append(SimpleNamespace(outcome="ok", parsed=["yes", "no"] if
+                                               outcome == "fail" else ["yes", "yes"]))
+    return Verdicts(verdict_rows(rows, completions))
+
+
+@pytest.fixture(scope="module")
+def analysed():
+    items = make_items()
+    chain = hand_chain()
+    setting = Setting(dataset="recon", judge="fake/judge", gates=("none", "S"),
+                      renderings=("per_check", "all_in_one"), B=100, seed=0)
+    out = analyse(setting, items, judged(items, chain), start_sets(), [chain])
+    return SimpleNamespace(items=items, chain=chain, out=out)
+
+
+def rate(rates: pd.DataFrame, **where) -> pd.DataFrame:
+    mask = np.ones(len(rates), dtype=bool)
+    for column, value in where.items():
+        mask &= (rates[column] == value).to_numpy()
+    return rates[mask]
+
+
+def values(rates: pd.DataFrame, **where) -> list:
+    """[correct_passed, flawed_caught, unplanned_caught] of the one state selected."""
+    selected = rate(rates, **where).set_index("metric")
+    assert len(selected) == 3, (where, selected)
+    return [selected.loc[m, "value"] for m in ("correct_passed", "flawed_caught",
+                                               "unplanned_caught")]
+
+
+def test_rates_have_the_expected_rows(analysed):
+    rates = analysed.out["rates"]
+    # recon72: 2 sources x 2 renderings; recon108 (all, evaluation): 2 starts + 1 chain x
+    # 2 gates x 2 variants x 2 rounds = 10 states; 3 metrics each
+    assert len(rates) == (4 + 10 + 10) * 3
+    assert sorted(rates.columns) == sorted(RATE_COLUMNS)
+    keys = rates[["item_set", "environments", "source", "rendering", "gate", "variant",
+                  "round"]].drop_duplicates()
+    assert len(keys) == 24
+    recon72 = rate(rates, item_set="recon72")
+    assert set(recon72["environments"]) == {"all"}
+    assert set(zip(recon72["source"], recon72["rendering"])) == {
+        ("hand", "per_check"), ("hand", "all_in_one"), ("label", "per_check"),
+        ("label", "all_in_one")}
+    recon108 = rate(rates, item_set="recon108")
+    assert set(recon108["environments"]) == {"all", "evaluation"}
+    assert set(recon108["variant"]) == {"standard", "loo"}
+    assert set(rate(recon108, variant="loo")["gate"]) == {"none", "S"}
+    assert set(rate(recon108, round=0)["source"]) == {"hand", "label"}
+    assert set(rates["dataset"]) == {"recon"} and set(rates["judge"]) == {"fake/judge"}
+    assert set(rate(rates, round=2)["mode"]) == {"free"}
+
+
+def test_recon72_rendering_rates(analysed):
+    rates = rate(analysed.out["rates"], item_set="recon72")
+    # hand per_check: e1:ok, e2:ok pass; e1:planned (H1), e2:planned (K1) fail -> 100 / 100
+    hand = values(rates, source="hand", rendering="per_check")
+    assert hand[:2] == [100.0, 100.0]
+    assert math.isnan(hand[2])  # Recon-72 here holds no unplanned miss
+    # label per_check: e1:ok pass, e2:ok fails L2 -> 1/2; both planned caught by L1
+    assert values(rates, source="label", rendering="per_check")[:2] == [50.0, 100.0]
+    # hand all_in_one: e1:ok fail, e2:ok pass -> 50; e1:planned fail, e2:planned pass -> 50
+    assert values(rates, source="hand", rendering="all_in_one")[:2] == [50.0, 50.0]
+    # label all_in_one: e1:planned unparseable leaves the flawed denominator: 1/1
+    label = rate(rates, source="label", rendering="all_in_one").set_index("metric")
+    assert label.loc["correct_passed", "value"] == 100.0
+    assert (label.loc["flawed_caught", "value"], label.loc["flawed_caught", "n"],
+            label.loc["flawed_caught", "n_undetermined"]) == (100.0, 1, 1)
+
+
+def test_recon108_rates_of_starts_and_chains(analysed):
+    rates = rate(analysed.out["rates"], item_set="recon108", environments="all")
+    # hand start: ok reports pass (2/2); caught e1:planned, e1:miss, e2:planned (3/4);
+    # unplanned e1:miss caught, e2:miss not (1/2)
+    assert values(rates, source="hand", round=0) == [100.0, 75.0, 50.0]
+    # label start: e2:ok fails L2 (1/2); all four flawed caught; both misses caught
+    assert values(rates, source="label", round=0) == [50.0, 100.0, 100.0]
+    # ungated round 1: e1 {H2, ADD}, e2 {K2, ADD}: both ok fail ADD (0/2);
+    # caught e1:miss (H2), e2:planned (K2): 2/4; unplanned 1/2
+    assert values(rates, gate="none", variant="standard", round=1) == [0.0, 50.0, 50.0]
+    # ungated round 2: e2 {ADD}: only e1:miss caught -> 1/4
+    assert values(rates, gate="none", variant="standard", round=2) == [0.0, 25.0, 50.0]
+    # Gate S with Recon-72 evidence: e1 refuses deleting h1 (unique catch of e1:planned)
+    # and the add (fails e1:ok); e2 accepts deleting k1 (k2 also fails e2:planned), refuses
+    # the add, then refuses deleting k2 (now unique) -> e1 {H1,H2}, e2 {K2}
+    assert values(rates, gate="S", variant="standard", round=1) == [100.0, 75.0, 50.0]
+    assert values(rates, gate="S", variant="standard", round=2) == [100.0, 75.0, 50.0]
+
+
+def test_loo_gate_s_refuses_nothing_for_an_environment_rubric(analysed):
+    rates = rate(analysed.out["rates"], item_set="recon108", environments="all")
+    # leaving e's reports out leaves e's rubric no evidence: Gate S accepts every operation,
+    # so the loo chain is the ungated one (0 / 50 / 50, then 0 / 25 / 50), not 100 / 75 / 50
+    assert values(rates, gate="S", variant="loo", round=1) == [0.0, 50.0, 50.0]
+    assert values(rates, gate="S", variant="loo", round=2) == [0.0, 25.0, 50.0]
+    assert values(rates, gate="none", variant="loo", round=2) == [0.0, 25.0, 50.0]
+
+
+def test_evaluation_environment_rates(analysed):
+    rates = rate(analysed.out["rates"], item_set="recon108", environments="evaluation")
+    assert set(rates["n"]) <= {0, 1, 2}
+    # e2 only: hand start passes e2:ok, catches e2:planned, misses e2:miss
+    assert values(rates, source="hand", round=0) == [100.0, 50.0, 0.0]
+    assert values(rates, source="label", round=0) == [0.0, 100.0, 100.0]
+    assert values(rates, gate="none", variant="standard", round=2) == [0.0, 0.0, 0.0]
+    assert values(rates, gate="S", variant="standard", round=2) == [100.0, 50.0, 0.0]
+    n = rate(rates, gate="S", variant="standard", round=2).set_index("metric")["n"]
+    assert n.to_dict() == {"correct_passed": 1, "flawed_caught": 2, "unplanned_caught": 1}
+
+
+def test_gate_decisions(analysed):
+    decisions = analysed.out["decisions"]
+    s = decisions[(decisions["gate"] == "S") & (decisions["variant"] == "standard")]
+    got = [(r.scope, r.round, r.action, r.check_id, r.accepted)
+           for r in s.itertuples(index=False)]
+    # round 2 in e1: the recorded keep of r1-add1 is dropped (never added under S) and h1,
+    # which the reviser had deleted, gets an explicit keep
+    assert got == [
+        ("e1", 1, "delete", "h1", False), ("e1", 1, "keep", "h2", True),
+        ("e1", 1, "add", "", False),
+        ("e1", 2, "keep", "h2", True), ("e1", 2, "keep", "h1", True),
+        ("e2", 1, "delete", "k1", True), ("e2", 1, "keep", "k2", True),
+        ("e2", 1, "add", "", False),
+        ("e2", 2, "delete", "k2", False),
+    ]
+    assert set(decisions["variant"]) == {"standard"}  # loo decisions are not reported
+    assert set(decisions["source"]) == {"hand"} and set(decisions["mode"]) == {"free"}
+
+
+def test_deletions_use_the_state_before_the_deletion(analysed):
+    deletions = analysed.out["deletions"]
+    got = [(r.round, r.scope, r.check_id, r.origin, r.had_unique_catch, r.had_blame)
+           for r in deletions.itertuples(index=False)]
+    # h1 (round 1): alone fails e1:planned in {h1,h2} -> unique catch.
+    # k1 (round 1): e2:planned fails k1 AND k2 -> no unique catch.
+    # k2 (round 2): in {k2, ADD} k2 alone fails e2:planned -> unique catch (it had none in
+    # the start rubric, so this is the state before the deletion, not the start).
+    assert got == [(1, "e1", "h1", "hand", True, False), (1, "e2", "k1", "hand", False, False),
+                   (2, "e2", "k2", "hand", True, False)]
+
+
+def test_attribution_of_every_ungated_state(analysed):
+    attribution = analysed.out["attribution"]
+    # 2 scopes x 3 states (rounds 0..2): e1 2+2+2 checks, e2 2+2+1 checks
+    assert len(attribution) == 11
+    row = attribution[(attribution["scope"] == "e1") & (attribution["round"] == 1)
+                      & (attribution["check_id"] == "r1-add1")].iloc[0]
+    # ADD fails e1:ok alone: blame 1, no credit; origin of a reviewer's add
+    assert (row["credit"], row["blame"], row["origin"]) == (0.0, 1.0, "review by fake/reviser")
+    e2_start = attribution[(attribution["scope"] == "e2") & (attribution["round"] == 0)]
+    # e2:planned fails k1 and k2: half a catch each
+    assert e2_start["credit"].tolist() == [0.5, 0.5]
+    assert e2_start["deleted_next_round"].tolist() == [True, False]
+    assert set(attribution["n_items"]) == {3}
+
+
+def test_failing_rows_give_json_positions(analysed):
+    items, chain = analysed.items, analysed.chain
+    verdicts = judged(items, chain)
+    versions = {"hand": start_sets()["hand"], "after review": final_rubric_set(chain),
+                "label": start_sets()["label"]}
+    rows = failing_rows("recon", items, verdicts, versions,
+                        {i: recon_item_name(i) for i in items["item_id"]})
+    got = {(r["item_id"], r["rubric_version"]): r["failing_positions"] for r in rows}
+    assert len(rows) == 6 * 3
+    assert got[("e1:planned", "hand")] == "[1]"         # H1
+    assert got[("e1:miss", "hand")] == "[2]"            # H2
+    assert got[("e1:ok", "after review")] == "[2]"      # {H2, ADD}: ADD second
+    assert got[("e2:planned", "hand")] == "[1, 2]"      # K1, K2
+    assert got[("e2:ok", "after review")] == "[1]"      # {ADD}
+    assert got[("e2:planned", "after review")] == "[]"
+    assert got[("e2:miss", "label")] == "[2]"           # L2
+    assert got[("e1:planned", "label")] == "[1]"
+    first = rows[0]
+    assert first["dataset"] == "recon" and first["label"] == "correct"
+    assert first["item_name"] == "ok"
+
+
+def test_pick_chain_and_item_names():
+    a = Chain("label", {"mode": "free", "seed": 2})
+    b = Chain("label", {"mode": "free", "seed": 1})
+    c = Chain("hand", {"mode": "delete_only", "seed": 0})
+    assert pick_chain([a, b, c], [("label", "fixed_count"), ("label", "free")]) is b
+    with pytest.raises(ValueError, match="no chain"):
+        pick_chain([c], [("label", "free")])
+    assert recon_item_name("recon:storage:wrong_resource-1") == "wrong resource 1"
+    name = short_item_name("ragtruth:12345")
+    assert len(name) == 5 and name == name.upper() and name == short_item_name("ragtruth:12345")
+
+
+def test_loo_with_a_single_environment_decides_without_evidence():
+    items = make_items()
+    items = items[items["scope"] == "e1"].reset_index(drop=True)
+    starts = {"hand": {"e1": start_sets()["hand"]["e1"]}}
+    record = run_reviser_chain(starts["hand"], 2, "free", 0, "fake/reviser", 0.7, 900,
+                               DESCRIPTION, scripted_ask)
+    chain = Chain("hand", record)
+    setting = Setting(dataset="recon", judge="fake/judge", gates=("S",),
+                      renderings=("per_check",), B=20, seed=0)
+    out = analyse(setting, items, judged(items, chain, starts), starts, [chain])
+    rates = rate(out["rates"], item_set="recon108", environments="all")
+    # loo of e1 leaves no gate item: S accepts everything, {H2, ADD} in both rounds:
+    # e1:ok fails ADD (0/1); e1:miss caught by H2, e1:planned not (1/2); unplanned 1/1
+    assert values(rates, gate="S", variant="loo", round=2) == [0.0, 50.0, 100.0]
+    # standard: e1's Recon-72 reports hold h1's unique catch and ADD's blame -> start kept
+    assert values(rates, gate="S", variant="standard", round=2) == [100.0, 100.0, 100.0]
+
+
+# --- a labelled dataset: gates decided on calibration, rates on evaluation --------------------
+
+def test_labelled_dataset_rates_on_the_evaluation_split():
+    # calibration: c1 (correct), f1 (flawed); evaluation: c2 (correct), f2, f3 (flawed)
+    items = pd.DataFrame([
+        dict(item_id=i, task=f"Doc {i}", output=f"Summary {i}", label=label, scope=ALL_SCOPE,
+             split=split, unplanned=False, in_recon72=False)
+        for i, label, split in [("c1", "correct", "calibration"), ("f1", "flawed", "calibration"),
+                                ("c2", "correct", "evaluation"), ("f2", "flawed", "evaluation"),
+                                ("f3", "flawed", "evaluation")]], columns=ITEM_COLUMNS)
+    starts = {"label": {ALL_SCOPE: Rubric("label:summedits", (
+        RubricCheck("l1", "L1.", "label"), RubricCheck("l2", "L2.", "label")))}}
+    fails = {"L1.": {"f1", "f2"}, "L2.": {"f3"}, "N.": {"c2"}}
+
+    def ask(request):
+        entries = [{"id": "l1", "action": "delete"}, {"id": "l2", "action": "keep"},
+                   {"action": "add", "text": "N."}]
+        return SimpleNamespace(outcome="ok", text=json.dumps({"checks": entries}), error="")
+
+    record = run_reviser_chain(starts["label"], 1, "free", 1, "fake/reviser", 0.7, 900,
+                               "a summary", ask)
+    chain = Chain("label", record)
+    setting = Setting(dataset="summedits", judge="fake/judge", gates=("none", "R", "P", "S"),
+                      renderings=("per_check",), B=50, seed=0)
+    out = analyse(setting, items, judged(items, chain, starts, fails), starts, [chain])
+    rates = out["rates"]
+    # start (1) + 4 gates x 1 round = 5 states, 2 metrics, evaluation items only
+    assert len(rates) == 10
+    assert set(rates["item_set"]) == {"evaluation"} and set(rates["variant"]) == {"standard"}
+    assert set(rates["metric"]) == {"correct_passed", "flawed_caught"}
+
+    def two(**where):
+        selected = rate(rates, **where).set_index("metric")["value"]
+        return [selected["correct_passed"], selected["flawed_caught"]]
+
+    # start {L1, L2}: c2 passes; f2 (L1), f3 (L2) caught
+    assert two(round=0) == [100.0, 100.0]
+    # ungated {L2, N}: c2 fails N; f2 lost -> 1/2
+    assert two(gate="none", round=1) == [0.0, 50.0]
+    # R: deleting l1 loses f1 on calibration (BA (1 + 1)/2 -> (1 + 0)/2), refused; N fails no
+    # calibration item (tie), accepted. P: l1 frozen, N accepted. S: l1 holds f1 as a
+    # unique catch, N has no calibration blame. All three: {L1, L2, N}
+    for gate in ("R", "P", "S"):
+        assert two(gate=gate, round=1) == [0.0, 100.0], gate
+    # attribution and deletions on the evaluation items: l1 fails f2 alone in {l1, l2}
+    deletions = out["deletions"]
+    assert deletions[["check_id", "origin", "had_unique_catch"]].values.tolist() == [
+        ["l1", "label", True]]
