@@ -287,8 +287,10 @@ def test_run_reviser_chain_records_every_round_and_asks_with_the_current_rubric(
     # every request: the reviser, the revision format, the seed as sample index, the prompt
     # of the rubric as it stood before that round
     assert [r.sample_index for r in requests] == [3] * 6
-    assert {(r.model, r.response_format, r.temperature, r.max_tokens) for r in requests} == {
-        (REVISER, "rubric_revision", 0.7, 900)}
+    assert {(r.model, r.temperature, r.max_tokens) for r in requests} == {(REVISER, 0.7, 900)}
+    # the format bounds the answer: every check of the rubric under review, plus at most 5 adds
+    listed = [r.messages[-1].content.count("\n[") for r in requests]
+    assert [r.response_format for r in requests] == [f"rubric_revision_{n + 5}" for n in listed]
     assert requests[1].message_dicts() == revision_messages(
         DESCRIPTION, rubric_after(record, "e1", 1), "free")
     assert requests[3].message_dicts() == revision_messages(DESCRIPTION, START[ALL_SCOPE],

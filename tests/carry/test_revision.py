@@ -181,7 +181,7 @@ def test_revision_messages_list_the_checks_and_state_the_mode():
         assert "a findings report" in text
         assert all(f"[{c.id}] {c.text}" in text for c in rubric.checks)
         assert '"checks"' in text and "exactly once" in text
-    assert '"add"' in free and "add new checks" in free
+    assert '"add"' in free and "add up to 5 new checks" in free
     assert "exactly 3 checks" in fixed
     assert '"add"' not in delete_only and '"edit"' not in delete_only
     assert "only keep or delete" in delete_only

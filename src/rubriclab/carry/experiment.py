@@ -34,7 +34,7 @@ from rubriclab.carry.prompts import per_check_messages
 from rubriclab.carry.renderings import rendering_call, rendering_outcome
 from rubriclab.carry.revision import (
     Add, ChainResult, Delete, Edit, Keep, Operation, Revision, RevisionRejected, Rubric,
-    revision_from_answer, revision_messages, run_chain,
+    revision_format_name, revision_from_answer, revision_messages, run_chain,
 )
 from rubriclab.carry.sources import ALL_SCOPE, rubric_from_dict, rubric_to_dict
 from rubriclab.llm import Request
@@ -158,7 +158,7 @@ def run_reviser_chain(start: Mapping[str, Rubric], rounds: int, mode: str, seed:
             request = Request.chat(
                 reviser, revision_messages(description, current, mode),
                 temperature=temperature, max_tokens=max_tokens,
-                response_format="rubric_revision", sample_index=seed)
+                response_format=revision_format_name(current), sample_index=seed)
             completion = ask(request)
             if completion.outcome != "ok":
                 return RevisionRejected(f"reviser answer {completion.outcome}: "

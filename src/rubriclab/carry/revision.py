@@ -46,6 +46,10 @@ if TYPE_CHECKING:
 
 MODES = ("free", "fixed_count", "delete_only")
 REVISION_FORMAT = "rubric_revision"
+# A round may add at most this many checks (every mode). It bounds what a local model may
+# write (its grammar) so that a model repeating itself stops; 5 is more than any round of
+# a 6-10 check rubric needs.
+MAX_ADDS_PER_ROUND = 5
 LABEL_ORIGIN = "label"
 REJECTION_KINDS = ("rejected", "unparseable")
 
@@ -173,13 +177,18 @@ def revision_from_answer(text: str, rubric: Rubric, mode: str, round: int,
                          reviser: str) -> Revision | RevisionRejected:
     """The reviser's raw answer parsed and checked; a RevisionRejected (returned) otherwise."""
     try:
-        parsed = get_format(REVISION_FORMAT).parse(text)
+        parsed = get_format(revision_format_name(rubric)).parse(text)
     except UnparseableAnswer as exc:
         return RevisionRejected(str(exc), kind="unparseable")
     try:
         return parse_revision(parsed, rubric, mode, round, reviser)
     except RevisionRejected as rejected:
         return rejected
+
+
+def revision_format_name(rubric: Rubric) -> str:
+    """The response format of a revision of `rubric`: its checks plus MAX_ADDS_PER_ROUND adds."""
+    return f"{REVISION_FORMAT}_{len(rubric) + MAX_ADDS_PER_ROUND}"
 
 
 def parse_revision(parsed_json: Mapping[str, Any], rubric: Rubric, mode: str, round: int,
@@ -259,6 +268,9 @@ def _same_text(a: str, b: str) -> bool:
 
 def _require_mode(ops: list[Operation], mode: str, n_checks: int) -> None:
     counts = _count_actions(ops)
+    if counts["add"] > MAX_ADDS_PER_ROUND:
+        raise RevisionRejected(f"{counts['add']} adds; a round may add at most "
+                               f"{MAX_ADDS_PER_ROUND} checks")
     if mode == "delete_only" and (counts["edit"] or counts["add"]):
         raise RevisionRejected(
             f"delete_only allows only keep and delete; got {counts['edit']} edit(s) and "
@@ -307,7 +319,8 @@ _KEEP_DELETE = '{"checks": [{"id": "<id>", "action": "keep"}, {"id": "<id>", "ac
 def mode_instruction(mode: str, n_checks: int) -> str:
     """The sentence that states what the reviser may change."""
     if mode == "free":
-        return "You may keep, edit or delete any check, and you may add new checks."
+        return ("You may keep, edit or delete any check, and you may add up to "
+                f"{MAX_ADDS_PER_ROUND} new checks.")
     if mode == "fixed_count":
         return (
             f"The checklist must keep exactly {n_checks} checks: you may keep or edit any "

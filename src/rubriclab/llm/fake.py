@@ -133,7 +133,8 @@ def _fake_revision(prompt: str, digest: str) -> str:
     entries = []
     for k, check_id in enumerate(ids):
         choice = int(digest[k % 60:k % 60 + 2], 16) % 4
-        if choice == 1 and len(ids) > 1 and k > 0:
+        deleted = sum(e["action"] == "delete" for e in entries)
+        if choice == 1 and len(ids) > 1 and k > 0 and deleted < 5:
             entries.append({"id": check_id, "action": "delete"})
         elif choice == 2 and not delete_only:
             entries.append({"id": check_id, "action": "edit",

@@ -209,8 +209,11 @@ def get_format(name: str) -> ResponseFormat:
         match = _RUBRIC_CHECKS.match(name)
         if match:
             return rubric_checks_format(int(match.group(1)))
+        match = _RUBRIC_REVISION.match(name)
+        if match:
+            return rubric_revision_format(int(match.group(1)))
         raise ValueError(
-            f"unknown response format {name!r}; known formats: {', '.join(sorted(FORMATS))}, verdict_list_<n>, rubric_checks_<n>"
+            f"unknown response format {name!r}; known formats: {', '.join(sorted(FORMATS))}, verdict_list_<n>, rubric_checks_<n>, rubric_revision_<n>"
         ) from None
 
 
@@ -314,6 +317,28 @@ FORMATS["rubric_revision"] = ResponseFormat(
     reask_instruction=FORMATS["rubric_revision"].reask_instruction,
     gbnf_grammar=_REVISION_GRAMMAR,
 )
+
+
+_RUBRIC_REVISION = re.compile(r"^rubric_revision_([1-9][0-9]?)$")
+
+
+def rubric_revision_format(max_entries: int) -> ResponseFormat:
+    """rubric_revision with at most `max_entries` entries (the rubric's checks plus the adds a
+    round may propose), which its grammar enforces on local models."""
+    if not 1 <= max_entries <= 99:
+        raise ValueError(f"rubric_revision needs 1..99 entries, got {max_entries}")
+    base = FORMATS["rubric_revision"]
+
+    def parse(text: str) -> dict[str, list[dict[str, str]]]:
+        parsed = parse_rubric_revision(text)
+        if len(parsed["checks"]) > max_entries:
+            raise UnparseableAnswer(f"{len(parsed['checks'])} entries; at most {max_entries} "
+                                    "(every current check once, plus the checks a round may add)")
+        return parsed
+
+    grammar = _REVISION_GRAMMAR.replace("{0,39}", f"{{0,{max_entries - 1}}}")
+    return ResponseFormat(name=f"rubric_revision_{max_entries}", parse=parse,
+                          reask_instruction=base.reask_instruction, gbnf_grammar=grammar)
 
 
 # --- rubric_checks: a rubric written by a model (carry's generated and label-taught sources) ---
