@@ -244,9 +244,17 @@ def test_fig5_errors(fig5_frames, tmp_path):
     with pytest.raises(ValueError, match="had_blame"):
         fig5_attribution_by_origin(attribution, deletions.drop(columns="had_blame"), MAIN,
                                    *paths(tmp_path, "x"))
-    with pytest.raises(ValueError, match="deletions: no rows with dataset='recon'"):
-        fig5_attribution_by_origin(attribution, deletions.iloc[0:0], MAIN,
+    with pytest.raises(ValueError, match="non-boolean"):
+        fig5_attribution_by_origin(attribution, deletions.assign(had_blame="maybe"), MAIN,
                                    *paths(tmp_path, "x"))
+
+
+def test_fig5_without_any_deletion_draws_zero_counts(fig5_frames, tmp_path):
+    attribution, deletions = fig5_frames
+    table = fig5_attribution_by_origin(attribution, deletions.iloc[0:0], MAIN,
+                                       *paths(tmp_path, "none"))
+    assert table["deleted"].sum() == 0 and table["checks"].sum() > 0
+    assert fig5_title(table) == "0 of the 0 deleted checks held a unique catch and 0 carried blame"
     with pytest.raises(ValueError, match="non-boolean"):
         fig5_attribution_by_origin(attribution, deletions.assign(had_blame="maybe"), MAIN,
                                    *paths(tmp_path, "x"))

@@ -66,7 +66,13 @@ def table2_rates():
 def test_table2_cells_match_the_paper(table2_rates):
     markdown, table = table2_gate_replay(table2_rates)
     assert list(table.columns) == ["chain", "source", "mode", "seed", "rubric_or_gate", "round",
-                                   HAIKU, SONNET, OPUS]
+                                   HAIKU, HAIKU + " 95% CI", SONNET, SONNET + " 95% CI",
+                                   OPUS, OPUS + " 95% CI"]
+    # every rate carries its interval, in the same layout (the fixture's bounds are NaN)
+    hand_start = table[(table["source"] == "hand") & (table["rubric_or_gate"] == "start")]
+    assert hand_start[SONNET + " 95% CI"].item() == "[n/a, n/a] / [n/a, n/a] / [n/a, n/a]"
+    assert "95% paired bootstrap intervals" in markdown
+
     assert list(table["rubric_or_gate"]) == ["start", "ungated (round 4)",
                                              "Gate S+P, leave-one-out"] * 2
     assert list(table["chain"]) == ["Hand-written, free, seed 1"] * 3 + ["Label-taught, free, seed 2"] * 3
@@ -83,6 +89,14 @@ def test_table2_cells_match_the_paper(table2_rates):
     assert f"| Chain | Rubric or gate | {HAIKU} judge | {SONNET} judge | {OPUS} judge |" in markdown
     assert "Table 2: Gate replay under 3 judge models" in markdown
     assert "correct passed / flawed caught / unplanned caught (%)" in markdown
+
+
+def test_table2_interval_cells_show_each_rates_bounds(table2_rates):
+    rates = table2_rates.copy()
+    rates["low"], rates["high"] = rates["value"] - 5, rates["value"] + 2.5
+    _, table = table2_gate_replay(rates)
+    hand_start = table[(table["source"] == "hand") & (table["rubric_or_gate"] == "start")]
+    assert hand_start[SONNET + " 95% CI"].item() == "[92.2, 99.7] / [78.3, 85.8] / [-5.0, 2.5]"
 
 
 def test_table2_missing_cell_prints_na(table2_rates):

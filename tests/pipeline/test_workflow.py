@@ -144,6 +144,7 @@ def test_missing_api_key_stops_the_judge_naming_the_variable(finished_run):
     result = subprocess.run(
         snakemake_cmd(workdir, config, "--config",
                       "models={'judge': 'anthropic/claude-sonnet-4-5-20250929'}",
+                      "carry={'judges': ['anthropic/claude-sonnet-4-5-20250929']}",
                       "--", "results/carry/fig2/summedits/verdicts.csv"),
         capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode != 0
@@ -225,6 +226,12 @@ def test_report_builds_offline_with_the_figure_and_its_caption(finished_run):
     assert "fig2_checklist_length.png" in html
     assert "judged by <tt class=\\\"docutils literal\\\">fake/hash</tt>" in html
     assert "all-must-pass aggregation, mean of 2 run(s)" in html
+    # every carry and transfer output is in, each with its own caption (picked by wildcard)
+    for name in ("fig6_gated_quality.png", "table2_gate_replay.md", "figA4_by_response_model.png",
+                 "tableA9_edit_sizes.md"):
+        assert name in html
+    assert "carry, Figure 6: quality of the rubric after the last round" in html
+    assert "transfer, Table A.9: how much each intervention changes the response" in html
 
 
 def test_data_summary_tabulates_every_prepared_dataset(finished_run):
@@ -309,7 +316,9 @@ def test_carry_tables_have_a_row_per_chain_and_a_column_per_judge(finished_run):
     workdir, _ = finished_run
     table2 = (workdir / "figures/carry/table2_gate_replay.md").read_text()
     assert "fake/hash judge" in table2 and "fake/hash?delay_s=0 judge" in table2
-    assert table2.count("Gate S+P, leave-one-out") == 6  # 2 starts x 3 modes x 1 seed
+    rows = pd.read_csv(workdir / "figures/carry/table2_gate_replay.csv")
+    assert (rows.rubric_or_gate == "Gate S+P, leave-one-out").sum() == 6  # 2 starts x 3 modes
+    assert "95% paired bootstrap intervals" in table2
     table3 = pd.read_csv(workdir / "figures/carry/table3_gates_human_labeled.csv")
     assert len(table3) == 4  # summedits and ragtruth x (generated free, label free)
     for name in ("fig1_strictness", "fig3_accuracy_vs_flawed_share", "fig4_self_review_drift",

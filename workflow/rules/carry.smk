@@ -184,9 +184,9 @@ rule carry_failing_checks:
         "../scripts/carry_failing_checks.py"
 
 
-def carry_report(name, kind):
-    return report(f"figures/carry/{name}.{kind}", caption=f"../report/carry_{name}.rst",
-                  category="carry", subcategory=name.split("_")[0].capitalize())
+def carry_report(path, caption):
+    # One caption file per rule: it picks the figure's or table's text by wildcard (Jinja).
+    return report(path, caption=f"../report/{caption}", category="carry")
 
 
 rule carry_figure:
@@ -195,7 +195,7 @@ rule carry_figure:
         attribution="results/carry/attribution.csv",
         deletions="results/carry/deletions.csv",
     output:
-        png=carry_report("{figure}", "png"),
+        png=carry_report("figures/carry/{figure}.png", "carry_figure.rst"),
         pdf="figures/carry/{figure}.pdf",
         csv="results/carry/figures/{figure}.csv",
     wildcard_constraints:
@@ -214,7 +214,7 @@ rule carry_table:
         rates="results/carry/rates.csv",
         failing="results/carry/failing_checks.csv",
     output:
-        md=carry_report("{table}", "md"),
+        md=carry_report("figures/carry/{table}.md", "carry_table.rst"),
         csv="figures/carry/{table}.csv",
     wildcard_constraints:
         table="|".join(CARRY_TABLES),

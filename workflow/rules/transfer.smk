@@ -255,9 +255,9 @@ rule transfer_analyse:
         "../scripts/transfer_analyse.py"
 
 
-def transfer_report(name, kind):
-    return report(f"figures/transfer/{name}.{kind}", caption=f"../report/transfer_{name}.rst",
-                  category="transfer", subcategory=name.split("_")[0])
+def transfer_report(path, caption):
+    # One caption file per rule: it picks the figure's or table's text by wildcard (Jinja).
+    return report(path, caption=f"../report/{caption}", category="transfer")
 
 
 rule transfer_figure:
@@ -265,7 +265,7 @@ rule transfer_figure:
         stats="results/transfer/analysis/stats.csv",
         categories="results/transfer/analysis/categories.csv",
     output:
-        png=transfer_report("{tfigure}", "png"),
+        png=transfer_report("figures/transfer/{tfigure}.png", "transfer_figure.rst"),
         pdf="figures/transfer/{tfigure}.pdf",
         csv="results/transfer/figures/{tfigure}.csv",
     wildcard_constraints:
@@ -285,7 +285,7 @@ rule transfer_table:
         cutoffs="results/transfer/analysis/cutoffs.csv",
         edit_sizes="results/transfer/analysis/edit_sizes.csv",
     output:
-        md=transfer_report("{ttable}", "md"),
+        md=transfer_report("figures/transfer/{ttable}.md", "transfer_table.rst"),
         csv="figures/transfer/{ttable}.csv",
     wildcard_constraints:
         ttable="|".join(TRANSFER_TABLES),

@@ -43,6 +43,22 @@ def rates_cell(rows: pd.DataFrame, metrics: Sequence[str]) -> str:
     return " / ".join(rate_text(values.get(metric, math.nan)) for metric in metrics)
 
 
+def interval_cell(rows: pd.DataFrame, metrics: Sequence[str]) -> str:
+    """"[low, high] / [low, high][ / ...]": the 95% paired bootstrap interval of each rate."""
+    bounds = rows.set_index("metric")[["low", "high"]]
+    parts = []
+    for metric in metrics:
+        if metric not in bounds.index:
+            parts.append("n/a")
+            continue
+        low, high = bounds.loc[metric, "low"], bounds.loc[metric, "high"]
+        parts.append(f"[{rate_text(low)}, {rate_text(high)}]")
+    return " / ".join(parts)
+
+
+CI = " 95% CI"
+
+
 def chain_label(source: str, mode: str, seed: int, with_seed: bool = True) -> str:
     label = f"{SOURCE_TITLES.get(source, source)}, {MODE_TITLES.get(mode, mode)}"
     return f"{label}, seed {seed}" if with_seed else label
@@ -103,6 +119,7 @@ def table2_gate_replay(rates: pd.DataFrame) -> tuple[str, pd.DataFrame]:
                       "seed": seed, "rubric_or_gate": label, "round": round_}
             for judge in judges:
                 record[judge] = rates_cell(rows[rows["judge"] == judge], metrics)
+                record[judge + CI] = interval_cell(rows[rows["judge"] == judge], metrics)
             records.append(record)
     table = pd.DataFrame(records)
     return _table2_markdown(table, judges), table
@@ -110,17 +127,19 @@ def table2_gate_replay(rates: pd.DataFrame) -> tuple[str, pd.DataFrame]:
 
 def _table2_markdown(table: pd.DataFrame, judges: list[str]) -> str:
     header = ["Chain", "Rubric or gate", *(f"{judge_label(j)} judge" for j in judges)]
-    rows, previous = [], None
+    rows, intervals, previous = [], [], None
     for record in table.to_dict("records"):
         chain = record["chain"]
-        rows.append([chain if chain != previous else "", record["rubric_or_gate"],
-                     *(record[j] for j in judges)])
+        shown = chain if chain != previous else ""
+        rows.append([shown, record["rubric_or_gate"], *(record[j] for j in judges)])
+        intervals.append([shown, record["rubric_or_gate"], *(record[j + CI] for j in judges)])
         previous = chain
     caption = (f"Table 2: Gate replay under {len(judges)} judge model"
                f"{'s' if len(judges) != 1 else ''} on Recon-108 (all environments). Each cell: "
                f"correct passed / flawed caught / unplanned caught (%).")
     return "\n".join(["# carry, Table 2: gate replay", "", *markdown_table(header, rows), "",
-                      caption, ""])
+                      caption, "", "95% paired bootstrap intervals over reports, same layout:",
+                      "", *markdown_table(header, intervals), ""])
 
 
 # --------------------------------------------------------------------------- Table 3
@@ -156,10 +175,11 @@ def _table3_dataset(rows: pd.DataFrame, dataset: str) -> pd.DataFrame:
                   "source": source, "mode": mode, "seed": seed, "final_round": final,
                   "n_correct": item_count(rows, "correct_passed"),
                   "n_flawed": item_count(rows, "flawed_caught"),
-                  "start": rates_cell(start, metrics)}
+                  "start": rates_cell(start, metrics), "start" + CI: interval_cell(start, metrics)}
         last = mine[mine["round"] == final] if final > 0 else mine.iloc[0:0]
         for gate in GATES:
             record[GATE_TITLES[gate]] = rates_cell(last[last["gate"] == gate], metrics)
+            record[GATE_TITLES[gate] + CI] = interval_cell(last[last["gate"] == gate], metrics)
         records.append(record)
     return pd.DataFrame(records)
 
@@ -177,6 +197,10 @@ def _table3_markdown(table: pd.DataFrame, datasets: Sequence[str], judge_main: s
         body = [[record["chain"], *(record[c] for c in TABLE3_COLUMNS)]
                 for record in part.to_dict("records")]
         lines += markdown_table(["Chain", *TABLE3_COLUMNS], body) + [""]
+        intervals = [[record["chain"], *(record[c + CI] for c in TABLE3_COLUMNS)]
+                     for record in part.to_dict("records")]
+        lines += ["95% paired bootstrap intervals over items, same layout:", ""]
+        lines += markdown_table(["Chain", *TABLE3_COLUMNS], intervals) + [""]
     lines += [f"Table 3: Gates on the human-labeled datasets {after}, decided with calibration "
               f"labels and scored on the evaluation split. Each cell: correct outputs passed / "
               f"flawed outputs caught (%).", ""]

@@ -92,7 +92,7 @@ def _structured_answer(response_format: str, messages: list[dict[str, str]],
         n = min(limit, 3 + bits % 4)
         return json.dumps({"checks": [f"The output meets fake requirement {digest[k * 4:k * 4 + 4]}."
                                       for k in range(n)]})
-    if response_format == "rubric_revision":
+    if response_format.startswith("rubric_revision"):
         return _fake_revision(messages[-1]["content"], digest)
     return _transfer_answer(response_format, messages[-1]["content"], digest, bits)
 
