@@ -4,10 +4,12 @@ import math
 import pandas as pd
 import pytest
 
+from rubriclab.tidy import write_table
+
 from rubriclab.carry.figures import RATES_COLUMNS
 from rubriclab.carry.tables import (
     positions_cell, table2_gate_replay, table3_gates_human_labeled,
-    table4_recon_failing_checks, table5_ragtruth_failing_checks, write_table,
+    table4_recon_failing_checks, table5_ragtruth_failing_checks,
 )
 
 HAIKU, SONNET, OPUS = ("anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-4-5",

@@ -1,5 +1,4 @@
 import json
-from pathlib import Path
 
 import pytest
 
@@ -18,8 +17,8 @@ from rubriclab.llm.formats_transfer import (
     parse_similarity,
     scores_format_name,
 )
+from tests.llama_grammar import llama_grammar_parses
 
-GGUF = Path(__file__).resolve().parents[2] / ".cache" / "rubriclab" / "models" / "qwen2.5-coder-0.5b-instruct-q4.gguf"
 
 
 @pytest.fixture
@@ -195,30 +194,10 @@ def test_every_structured_format_has_a_grammar_naming_its_keys():
     assert '"\\"G1\\""' in TRANSFER_FORMATS["transfer_match_2"].gbnf_grammar
 
 
-def _llama_grammar_parses(grammar: str) -> bool:
-    """Parse GBNF with llama.cpp's own parser (needs a vocabulary, loaded without weights)."""
-    llama_cpp = pytest.importorskip("llama_cpp")
-    if not GGUF.is_file():
-        pytest.skip(f"no GGUF at {GGUF} to load a vocabulary from")
-    llama_cpp.llama_backend_init()
-    params = llama_cpp.llama_model_default_params()
-    params.vocab_only = True
-    model = llama_cpp.llama_model_load_from_file(str(GGUF).encode(), params)
-    assert model, "could not load the vocabulary"
-    try:
-        vocab = llama_cpp.llama_model_get_vocab(model)
-        sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
-        if not sampler:
-            return False
-        llama_cpp.llama_sampler_free(sampler)
-        return True
-    finally:
-        llama_cpp.llama_model_free(model)
-
 
 @pytest.mark.parametrize("name", ["transfer_rubric", "transfer_similarity", "transfer_restated",
                                   "transfer_scores_1", "transfer_scores_37", "transfer_match_1",
                                   "transfer_match_12"])
 def test_grammars_parse_as_gbnf(name):
-    assert _llama_grammar_parses(TRANSFER_FORMATS[name].gbnf_grammar)
-    assert not _llama_grammar_parses('root ::= "[" undefined-rule "]"')
+    assert llama_grammar_parses(TRANSFER_FORMATS[name].gbnf_grammar)
+    assert not llama_grammar_parses('root ::= "[" undefined-rule "]"')

@@ -36,7 +36,13 @@ def write_config(workdir: Path, judge: str, n: int = 3, **llm) -> Path:
         },
         "carry": {"fig2": {"runs": 2, "lengths": [3, 5, 10]},
                   # A second judge string with the same answers: Table 2 gets two columns.
-                  "judges": [judge, SECOND_JUDGE]},
+                  "judges": [judge, SECOND_JUDGE],
+                  "chains": {"seeds": [1],
+                             "recon": {"rounds": 2, "chains": [
+                                 f"{start}:{mode}" for start in ("hand", "label")
+                                 for mode in ("free", "fixed_count", "delete_only")]},
+                             **{name: {"rounds": 1, "chains": ["generated:free", "label:free"]}
+                                for name in ("summedits", "ragtruth")}}},
         "transfer": {"generators": [judge, SECOND_JUDGE], "response_model": judge,
                      "panel": [f"{judge}@0", f"{judge}@1", f"{judge}@2"],
                      "panel_choices": {"first_two": [f"{judge}@0", f"{judge}@1"]},

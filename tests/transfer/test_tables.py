@@ -3,11 +3,13 @@ import math
 import pandas as pd
 import pytest
 
+from rubriclab.tidy import write_table
+
 from rubriclab.transfer.figures import STATS_COLUMNS
 from rubriclab.transfer.tables import (
     CUTOFFS_COLUMNS, EDIT_SIZES_COLUMNS, tableA4_existing_paired_differences,
     tableA5_degradation, tableA6_similarity_pass_fail, tableA7_similarity_cutoffs,
-    tableA8_it_paired_differences, tableA9_edit_sizes, write_table,
+    tableA8_it_paired_differences, tableA9_edit_sizes,
 )
 
 QWEN = "openrouter/qwen/qwen3-8b"

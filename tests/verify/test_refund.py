@@ -28,9 +28,9 @@ from rubriclab.verify.refund import (
     run_agent_trial,
     verify,
 )
+from tests.llama_grammar import llama_grammar_parses
 
 REPO = Path(__file__).resolve().parents[2]
-GGUF = REPO / ".cache" / "rubriclab" / "models" / "qwen2.5-coder-0.5b-instruct-q4.gguf"
 
 
 # --- the world and the verifier ------------------------------------------------------------
@@ -224,34 +224,14 @@ def test_the_world_has_a_method_for_every_tool_of_the_format():
             assert callable(getattr(RefundWorld, tool))
 
 
-def _llama_grammar_parses(grammar: str) -> bool:
-    """Parse GBNF with llama.cpp's own parser (needs a vocabulary, loaded without weights)."""
-    llama_cpp = pytest.importorskip("llama_cpp")
-    if not GGUF.is_file():
-        pytest.skip(f"no GGUF at {GGUF} to load a vocabulary from")
-    llama_cpp.llama_backend_init()
-    params = llama_cpp.llama_model_default_params()
-    params.vocab_only = True
-    model = llama_cpp.llama_model_load_from_file(str(GGUF).encode(), params)
-    assert model, "could not load the vocabulary"
-    try:
-        vocab = llama_cpp.llama_model_get_vocab(model)
-        sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
-        if not sampler:
-            return False
-        llama_cpp.llama_sampler_free(sampler)
-        return True
-    finally:
-        llama_cpp.llama_model_free(model)
-
 
 def test_the_agent_action_grammar_parses_as_gbnf():
     llama_cpp = pytest.importorskip("llama_cpp")
     # LlamaGrammar.from_string only stores the text in llama-cpp-python 0.3.x ...
     llama_cpp.LlamaGrammar.from_string(FORMATS["agent_action"].gbnf_grammar, verbose=False)
     # ... so the grammar is parsed by llama.cpp itself, which rejects a broken one.
-    assert _llama_grammar_parses(FORMATS["agent_action"].gbnf_grammar)
-    assert not _llama_grammar_parses('root ::= "{" undefined-rule "}"')
+    assert llama_grammar_parses(FORMATS["agent_action"].gbnf_grammar)
+    assert not llama_grammar_parses('root ::= "{" undefined-rule "}"')
 
 
 # --- the agent loop ------------------------------------------------------------------------

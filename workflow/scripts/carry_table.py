@@ -4,6 +4,7 @@ import pandas as pd
 
 from rubriclab.carry import tables
 from rubriclab.runtime import configure_logging
+from rubriclab.tidy import write_table
 
 configure_logging(snakemake.log[0])
 inputs, outputs = snakemake.input, snakemake.output
@@ -20,4 +21,4 @@ elif table == "table5_ragtruth_failing_checks":
     markdown, frame = tables.table5_ragtruth_failing_checks(pd.read_csv(inputs.failing, **read))
 else:
     raise ValueError(f"unknown carry table {table!r}")
-tables.write_table(markdown, frame, Path(outputs.md), Path(outputs.csv))
+write_table(markdown, frame, Path(outputs.md), Path(outputs.csv))

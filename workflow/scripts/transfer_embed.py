@@ -5,7 +5,7 @@ import pandas as pd
 from rubriclab.llm import LLMConfig
 from rubriclab.llm.embedding import Embedder
 from rubriclab.runtime import configure_logging
-from rubriclab.transfer.pipeline import EXPERT, embedding_cosines, load_rubrics
+from rubriclab.transfer.pipeline import embedding_cosines, load_rubrics
 
 configure_logging(snakemake.log[0])
 inputs = snakemake.input

@@ -3,6 +3,7 @@ from pathlib import Path
 import pandas as pd
 
 from rubriclab.runtime import configure_logging
+from rubriclab.tidy import write_table
 from rubriclab.transfer import tables
 
 configure_logging(snakemake.log[0])
@@ -24,4 +25,4 @@ elif table == "tableA9_edit_sizes":
     markdown, frame = tables.tableA9_edit_sizes(pd.read_csv(inputs.edit_sizes, **read))
 else:
     raise ValueError(f"unknown transfer table {table!r}")
-tables.write_table(markdown, frame, Path(outputs.md), Path(outputs.csv))
+write_table(markdown, frame, Path(outputs.md), Path(outputs.csv))

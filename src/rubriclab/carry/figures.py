@@ -24,6 +24,9 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import MaxNLocator, PercentFormatter  # noqa: E402
+from rubriclab.plotting import error_lengths as _error
+from rubriclab.plotting import save_figure as _save
+from rubriclab.tidy import ensure_unique, require_columns, select
 
 RATES_COLUMNS = [
     "dataset", "judge", "item_set", "environments", "source", "rendering", "mode", "seed",
@@ -76,13 +79,6 @@ FIG6_COLUMNS = ["source", "gate", "metric", "value", "min", "max", "chains", "fi
 
 # --------------------------------------------------------------------------- selection
 
-def require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> None:
-    """Raise ValueError naming every column of `columns` that `frame` lacks."""
-    if not isinstance(frame, pd.DataFrame):
-        raise ValueError(f"{what} table must be a pandas DataFrame, got {type(frame).__name__}")
-    missing = [column for column in columns if column not in frame.columns]
-    if missing:
-        raise ValueError(f"{what} table is missing column(s) {missing}")
 
 
 def normalized_rates(rates: pd.DataFrame) -> pd.DataFrame:
@@ -97,31 +93,8 @@ def normalized_rates(rates: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def select(frame: pd.DataFrame, what: str, **conditions) -> pd.DataFrame:
-    """Rows meeting every condition (a scalar: equal; a list/tuple/set: one of); never empty."""
-    mask = pd.Series(True, index=frame.index)
-    for column, wanted in conditions.items():
-        if isinstance(wanted, (list, tuple, set, frozenset)):
-            mask &= frame[column].isin(list(wanted))
-        else:
-            mask &= frame[column] == wanted
-    rows = frame[mask]
-    if rows.empty:
-        described = ", ".join(f"{column}={wanted!r}" for column, wanted in conditions.items())
-        raise ValueError(f"{what}: no rows with {described}")
-    return rows
 
 
-def ensure_unique(rows: pd.DataFrame, keys: list[str], what: str) -> None:
-    """Raise when several rows share `keys`, naming the columns that tell them apart."""
-    duplicated = rows.duplicated(keys, keep=False)
-    if not duplicated.any():
-        return
-    first = rows[duplicated].iloc[0]
-    same = rows[(rows[keys] == first[keys]).all(axis=1)]
-    differing = [c for c in rows.columns if c not in keys and same[c].nunique(dropna=False) > 1]
-    raise ValueError(f"{what}: {len(same)} rows for {dict(first[keys])} (they differ in "
-                     f"{differing or 'nothing'}); narrow the selection")
 
 
 def chains_with_start(rows: pd.DataFrame, what: str) -> pd.DataFrame:
@@ -179,17 +152,8 @@ def judge_label(judge: str) -> str:
 
 # --------------------------------------------------------------------------- drawing
 
-def _save(fig, out_png: Path, out_pdf: Path) -> None:
-    for path in (Path(out_png), Path(out_pdf)):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=150)
 
 
-def _error(values: pd.Series, low: pd.Series, high: pd.Series) -> np.ndarray:
-    """Asymmetric error-bar lengths; undefined bounds draw no bar."""
-    below = (values - low).clip(lower=0).fillna(0)
-    above = (high - values).clip(lower=0).fillna(0)
-    return np.vstack([below.to_numpy(float), above.to_numpy(float)])
 
 
 def _percent_axis(ax, axis: str = "y") -> None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
+
+from rubriclab.tidy import markdown_table
 
 from .figures import (
     CHAIN_KEYS, GATE_TITLES, GATES, MODE_TITLES, SOURCE_TITLES, chains_with_start,
@@ -64,18 +65,8 @@ def chain_label(source: str, mode: str, seed: int, with_seed: bool = True) -> st
     return f"{label}, seed {seed}" if with_seed else label
 
 
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return lines
 
 
-def write_table(markdown: str, frame: pd.DataFrame, out_md: Path, out_csv: Path) -> None:
-    """Write a table's markdown and its frame (CSV, no index), creating parent folders."""
-    for path in (Path(out_md), Path(out_csv)):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    Path(out_md).write_text(markdown if markdown.endswith("\n") else markdown + "\n")
-    frame.to_csv(out_csv, index=False)
 
 
 def _final_rounds(chains: pd.DataFrame) -> pd.Series:

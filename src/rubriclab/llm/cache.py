@@ -60,16 +60,24 @@ def request_json(request: Request) -> str:
     return json.dumps(asdict(request), sort_keys=True, ensure_ascii=False)
 
 
+def open_wal_database(path: Path, schema: str, **connect: object) -> sqlite3.Connection:
+    """A SQLite file in WAL mode, safe for several processes at once, with `schema` applied.
+
+    Autocommit: every write is its own transaction, so a killed process loses no stored row.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=120, isolation_level=None, **connect)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA busy_timeout=120000")
+    db.execute(schema)
+    return db
+
+
 class SQLiteCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Autocommit: every put is its own transaction, so a killed process loses no answer.
-        self._db = sqlite3.connect(self.path, timeout=120, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=120000")
-        self._db.execute(_SCHEMA)
+        self._db = open_wal_database(self.path, _SCHEMA)
 
     def close(self) -> None:
         self._db.close()

@@ -31,7 +31,6 @@ import hashlib
 import json
 import logging
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Sequence
@@ -44,6 +43,7 @@ import numpy as np
 
 from rubriclab.files import sha256_of
 
+from .cache import open_wal_database
 from .settings import LLMConfig
 
 log = logging.getLogger("rubriclab.llm")
@@ -357,13 +357,7 @@ class EmbeddingCache:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=120, isolation_level=None,
-                                   check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=120000")
-        self._db.execute(_SCHEMA)
+        self._db = open_wal_database(self.path, _SCHEMA, check_same_thread=False)
 
     def close(self) -> None:
         self._db.close()

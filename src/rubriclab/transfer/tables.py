@@ -17,10 +17,11 @@ Model names are shortened by dropping the provider prefix ("anthropic/claude-x" 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
+
+from rubriclab.tidy import markdown_table
 
 from .figures import (
     EXISTING_METRICS, EXISTING_TITLES, EXPERT, FULL_PANEL, IT_METRICS, IT_SYMBOLS, IT_TASKS,
@@ -51,18 +52,8 @@ MINUS = "−"
 
 # --------------------------------------------------------------------------- helpers
 
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return lines
 
 
-def write_table(markdown: str, frame: pd.DataFrame, out_md: Path, out_csv: Path) -> None:
-    """Write a table's markdown and its frame (CSV, no index), creating parent folders."""
-    for path in (Path(out_md), Path(out_csv)):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    Path(out_md).write_text(markdown if markdown.endswith("\n") else markdown + "\n")
-    frame.to_csv(out_csv, index=False)
 
 
 def pair_label(generator: str, generator_b: str) -> str:
