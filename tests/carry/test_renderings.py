@@ -57,10 +57,18 @@ def test_all_renderings_share_system_message_and_prefix_up_to_the_output():
 def test_all_in_one_lists_checks_numbered_and_asks_for_n_answers():
     user = all_in_one_messages(TASK, OUTPUT, CHECKLIST)[1]["content"]
     body = user[len(EXPECTED_PREFIX):]
-    assert body.startswith("For each of the 3 requirements below")
-    assert ("Requirements:\n1. The report names bucket-1.\n2. The report gives a severity.\n"
-            "3. The report invents no finding.") in body
+    assert body.startswith("Requirements:\n1. The report names bucket-1.\n2. The report gives a "
+                           "severity.\n3. The report invents no finding.\n\nFor each of the 3 "
+                           "requirements above")
     assert "exactly 3 answers" in body
+
+
+def test_all_in_one_and_scale_share_the_listed_checks_as_a_prefix():
+    one = all_in_one_messages(TASK, OUTPUT, CHECKLIST)[1]["content"]
+    scale = scale_messages(TASK, OUTPUT, CHECKLIST)[1]["content"]
+    shared = EXPECTED_PREFIX + "Requirements:\n1. The report names bucket-1."
+    assert one.startswith(shared) and scale.startswith(shared)
+    assert one.split("\n\n")[:-1] == scale.split("\n\n")[:-1]  # only the question differs
 
 
 def test_scale_prompt_lists_checks_and_asks_for_1_to_10():

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from rubriclab.carry.revision import Rubric, RubricCheck
+from rubriclab.carry.experiment import teaching_pool
 from rubriclab.carry.sources import (
     ALL_SCOPE, RECON_TASK_DESCRIPTION, build_model_rubric, generated_messages, hand_rubrics,
     label_taught_messages, read_rubric_set, rubric_from_texts, task_description,
@@ -240,7 +241,7 @@ def test_repeated_checks_are_kept_once_and_counted():
 
 def test_label_teacher_sees_only_recon72_calibration_reports():
     client = FakeClient()
-    rubrics, meta = build(client, "recon", "label", recon_items())
+    rubrics, meta = build(client, "recon", "label", teaching_pool(recon_items(), "recon"))
     rubric = rubrics[ALL_SCOPE]
     assert rubric.ids == ["l1", "l2"] and {c.origin for c in rubric.checks} == {"label"}
     assert rubric.name == "label:recon"
@@ -255,7 +256,7 @@ def test_label_teacher_sees_only_recon72_calibration_reports():
 def test_label_teacher_of_a_labelled_dataset_sees_the_calibration_split():
     items = recon_items().assign(in_recon72=False)
     client = FakeClient()
-    _, meta = build(client, "summedits", "label", items)
+    _, meta = build(client, "summedits", "label", teaching_pool(items, "summedits"))
     # every calibration item, Recon-72 or not; no evaluation item
     assert sorted(meta["examples"]) == ["r:cal:bad108", "r:cal:bad72", "r:cal:ok108",
                                         "r:cal:ok72"]
@@ -265,7 +266,7 @@ def test_label_teacher_of_a_labelled_dataset_sees_the_calibration_split():
 
 
 def test_label_teacher_examples_per_label_and_seed():
-    items = recon_items().assign(in_recon72=False)
+    items = teaching_pool(recon_items().assign(in_recon72=False), "summedits")
     _, meta = build(FakeClient(), "summedits", "label", items, per_label=1, seed=4)
     labels = dict(zip(items["item_id"], items["label"]))
     assert sorted(labels[i] for i in meta["examples"]) == ["correct", "flawed"]
@@ -277,14 +278,19 @@ def test_label_teacher_without_a_recon72_label_raises():
     items = recon_items()
     items.loc[items["item_id"] == "r:cal:bad72", "in_recon72"] = False
     with pytest.raises(ValueError, match="no flawed calibration item"):
-        build(FakeClient(), "recon", "label", items)
+        build(FakeClient(), "recon", "label", teaching_pool(items, "recon"))
+
+
+def test_label_teacher_refuses_a_pool_with_evaluation_items():
+    with pytest.raises(ValueError, match="non-calibration items"):
+        build(FakeClient(), "recon", "label", recon_items())
 
 
 @pytest.mark.parametrize("source", ["generated", "label"])
 def test_unparseable_answer_raises_naming_dataset_and_source(source):
     client = FakeClient(outcome="unparseable", parsed=(), error="expected exactly one JSON")
     with pytest.raises(ValueError, match=f"recon {source} rubric") as raised:
-        build(client, "recon", source, recon_items())
+        build(client, "recon", source, teaching_pool(recon_items(), "recon"))
     assert "expected exactly one JSON" in str(raised.value)
 
 

@@ -37,6 +37,9 @@ def write_config(workdir: Path, judge: str, n: int = 3, **llm) -> Path:
         "carry": {"fig2": {"runs": 2, "lengths": [3, 5, 10]},
                   # A second judge string with the same answers: Table 2 gets two columns.
                   "judges": [judge, SECOND_JUDGE],
+                  # two environments, so leave-one-environment-out has evidence to leave out
+                  "recon": {"environments": ["storage", "network"],
+                            "table4_environment": "storage"},
                   "chains": {"seeds": [1],
                              "recon": {"rounds": 2, "chains": [
                                  f"{start}:{mode}" for start in ("hand", "label")

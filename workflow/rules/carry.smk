@@ -21,7 +21,8 @@ rule carry_items:
     input:
         unpack(carry_items_input),
     output:
-        "results/carry/items/{cdataset}.csv",
+        items="results/carry/items/{cdataset}.csv",
+        teaching="results/carry/items/{cdataset}_teaching.csv",
     params:
         environments=config["carry"]["recon"]["environments"],
         code=carry_code_fingerprint(),
@@ -47,7 +48,7 @@ rule carry_rubric_hand:
 
 rule carry_rubric_model:
     input:
-        carry_items="results/carry/items/{cdataset}.csv",
+        teaching="results/carry/items/{cdataset}_teaching.csv",
     output:
         rubric="results/carry/rubrics/{cdataset}/{source}.json",
         ledger="results/ledger/carry_rubric-{cdataset}-{source}.jsonl",

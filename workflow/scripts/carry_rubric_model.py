@@ -7,7 +7,7 @@ from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])
 params, wildcards = snakemake.params, snakemake.wildcards
-items = read_items(snakemake.input.carry_items)
+items = read_items(snakemake.input.teaching)
 config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
 ledger = Ledger(snakemake.output.ledger, rule=f"carry_rubric[{wildcards.cdataset}/{wildcards.source}]")
 with LLMClient(config, ledger=ledger) as client:

@@ -76,6 +76,13 @@ def recon_items(reports: pd.DataFrame, recon72_ids: Iterable[str],
     return items.sort_values("item_id", kind="stable").reset_index(drop=True)
 
 
+def teaching_pool(items: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """The calibration items a label teacher may see: for Recon the Recon-72 reports of the
+    calibration environments (pass the items of every environment), else the calibration split."""
+    pool = items[items["split"] == "calibration"]
+    return pool[pool["in_recon72"]] if dataset == "recon" else pool
+
+
 def labelled_items(table: pd.DataFrame) -> pd.DataFrame:
     """A prepared SummEdits / RAGTruth table in ITEM_COLUMNS (scope "all", no unplanned)."""
     items = pd.DataFrame({
@@ -566,7 +573,9 @@ def judge_items_and_rubrics(client, dataset: str, items: pd.DataFrame,
                             spec: JudgeSpec, renderings: Sequence[str]) -> pd.DataFrame:
     """The judging job of one (dataset, judge): see the module docstring, step 3."""
     texts = check_texts_by_scope(starts.values(), chain_records)
-    one_call = [r for r in renderings if r != "per_check"] if dataset == "recon" else []
+    # all_in_one and scale share the listed checks as a prompt prefix: ask them back to back.
+    one_call = ([r for r in ("all_in_one", "scale", "paragraph") if r in renderings]
+                if dataset == "recon" else [])
     rendered = items.loc[items["in_recon72"], "item_id"] if one_call else []
     requests, rows = judge_plan(items, texts, description, spec, rendering_sets=starts,
                                 renderings=one_call, rendering_item_ids=rendered)

@@ -31,12 +31,17 @@ def _numbered(checklist: Checklist) -> str:
     return "\n".join(f"{n}. {check.text}" for n, check in enumerate(checklist.checks, start=1))
 
 
+def _listed(task: str, output: str, checklist: Checklist) -> str:
+    """The shared prefix and the numbered checks: all_in_one and scale share this much too."""
+    return (_shared_prefix(task, output, checklist.task_description)
+            + f"Requirements:\n{_numbered(checklist)}\n\n")
+
+
 def all_in_one_messages(task: str, output: str, checklist: Checklist) -> list[dict]:
     n = len(checklist.checks)
     user = (
-        _shared_prefix(task, output, checklist.task_description)
-        + f"For each of the {n} requirements below, decide whether the output meets it.\n\n"
-        + f"Requirements:\n{_numbered(checklist)}\n\n"
+        _listed(task, output, checklist)
+        + f"For each of the {n} requirements above, decide whether the output meets it. "
         + 'Answer with exactly one JSON object and nothing else, of the form {"verdicts": '
         + f'["yes", "no", ...]}}, with exactly {n} answers, one per requirement, in order.'
     )
@@ -45,10 +50,10 @@ def all_in_one_messages(task: str, output: str, checklist: Checklist) -> list[di
 
 def scale_messages(task: str, output: str, checklist: Checklist) -> list[dict]:
     user = (
-        _shared_prefix(task, output, checklist.task_description)
+        _listed(task, output, checklist)
         + "Rate the quality of the output on a scale from 1 (very poor) to 10 (excellent), "
-        + f"taking into account these requirements:\n{_numbered(checklist)}\n\n"
-        + "Answer with exactly one whole number from 1 to 10 and nothing else."
+        + "taking into account the requirements above. Answer with exactly one whole number "
+        + "from 1 to 10 and nothing else."
     )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 

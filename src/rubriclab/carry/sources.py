@@ -182,18 +182,19 @@ def build_model_rubric(client, dataset: str, source: str, items: pd.DataFrame, *
                        examples_per_label: int | None, seed: int) -> tuple[dict[str, Rubric], dict]:
     """The generated-draft or label-taught rubric set of a dataset (one call, scope "all").
 
-    The label teacher sees calibration items only: for Recon the Recon-72 reports of the
-    calibration environments, for SummEdits and RAGTruth the calibration split.
+    `items` is the teaching pool (experiment.teaching_pool): the label teacher sees calibration
+    items only, for Recon the Recon-72 reports of the calibration environments, for SummEdits
+    and RAGTruth the calibration split.
     """
     description = task_description(dataset)
     if source == "generated":
         messages = generated_messages(description, n_checks)
         meta: dict = {"model": model}
     elif source == "label":
-        pool = items[items["split"] == "calibration"]
-        if dataset == "recon":
-            pool = pool[pool["in_recon72"]]
-        examples = teaching_examples(pool, examples_per_label, seed)
+        if set(items["split"]) != {"calibration"}:
+            raise ValueError(f"{dataset} label rubric: the teaching pool holds non-calibration "
+                             f"items (splits {sorted(set(items['split']))})")
+        examples = teaching_examples(items, examples_per_label, seed)
         messages = label_taught_messages(description, examples, n_checks)
         meta = {"model": model, "examples": list(examples["item_id"])}
     else:
