@@ -21,7 +21,7 @@ rule carry_items:
     input:
         unpack(carry_items_input),
     output:
-        items="results/carry/items/{cdataset}.csv",
+        table="results/carry/items/{cdataset}.csv",
         teaching="results/carry/items/{cdataset}_teaching.csv",
     params:
         environments=config["carry"]["recon"]["environments"],

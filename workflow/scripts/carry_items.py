@@ -13,5 +13,5 @@ if snakemake.wildcards.cdataset == "recon":
 else:
     items = labelled_items(pd.read_csv(snakemake.input.table, keep_default_na=False))
     pool = teaching_pool(items, snakemake.wildcards.cdataset)
-items.to_csv(snakemake.output.items, index=False)
+items.to_csv(snakemake.output.table, index=False)
 pool.to_csv(snakemake.output.teaching, index=False)
