@@ -104,12 +104,19 @@ def rubric_level_verdicts(look: Lookup, generator: str, response_model: str,
     rows = []
     for example in look.inputs.examples:
         before = look.vector(original_id(example, response_model), measured)
-        after = look.vector(intervention_id(example, "rubric_edit", response_model, target, -1,
-                                            direction), measured)
+        edit = intervention_id(example, "rubric_edit", response_model, target, -1, direction)
+        if edit not in look.responses.index:
+            # No edit: a criterion of the target rubric was undetermined on R (pipeline.intervene);
+            # every measured criterion of the example is left out.
+            look.inputs.undetermined.append(dict(use=f"{metric} {generator}: no edit",
+                                                 response_id=edit, rubric=measured,
+                                                 n=len(before)))
+            continue
+        after = look.vector(edit, measured)
         for index, (b, a) in enumerate(zip(before, after, strict=True)):
             if b == UNDETERMINED or a == UNDETERMINED:
                 look.inputs.undetermined.append(dict(use=f"{metric} {generator}",
-                                                     response_id=example, rubric=measured, n=1))
+                                                     response_id=edit, rubric=measured, n=1))
                 continue
             rows.append(dict(example_id=example, criterion_id=index, before=b, after=a))
     frame = pd.DataFrame(rows, columns=["example_id", "criterion_id", "before", "after"])
@@ -153,15 +160,24 @@ def _categories(look: Lookup, edited: pd.DataFrame, row_kind: str, target: str, 
         for edit in of_target.itertuples(index=False):
             before = look.vector(original_id(edit.example_id, response_model), measured)
             after = look.vector(edit.response_id, measured)
+            target_index = int(edit.target_index)
+            use = f"Figure 6 {row_kind} {target} -> {measured}"
+            if row_kind == "within" and UNDETERMINED in (before[target_index],
+                                                         after[target_index]):
+                # Whether the target itself moved is unknown: the edit is left out whole.
+                look.inputs.undetermined.append(dict(use=use, response_id=edit.response_id,
+                                                     rubric=measured, n=len(before)))
+                continue
+            undetermined = 0
             for index, (b, a) in enumerate(zip(before, after, strict=True)):
-                if row_kind == "within" and index == int(edit.target_index):
-                    rows.append(dict(example_id=edit.example_id, target_id=int(edit.target_index),
-                                     criterion_id=index, before=int(b), after=int(a)))
-                    continue
                 if b == UNDETERMINED or a == UNDETERMINED:
+                    undetermined += 1
                     continue
-                rows.append(dict(example_id=edit.example_id, target_id=int(edit.target_index),
+                rows.append(dict(example_id=edit.example_id, target_id=target_index,
                                  criterion_id=index, before=int(b), after=int(a)))
+            if undetermined:
+                look.inputs.undetermined.append(dict(use=use, response_id=edit.response_id,
+                                                     rubric=measured, n=undetermined))
         if not rows:
             continue
         frame = pd.DataFrame(rows)

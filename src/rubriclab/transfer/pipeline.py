@@ -21,6 +21,7 @@ Rubrics are referred to by name: "expert" or a generator's model string. A verdi
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -28,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from rubriclab.llm import Request
+from rubriclab.llm.formats import UnparseableAnswer
 from rubriclab.llm.formats_transfer import (
     RESPONSE_FORMAT, RUBRIC_FORMAT, SIMILARITY_FORMAT, match_format_name, match_matrix,
 )
@@ -367,7 +369,14 @@ def match_rubrics(examples: pd.DataFrame, expert: Mapping[str, list[str]],
                              value=completion.parsed if ok else np.nan))
             continue
         n_exp, n_gen = len(expert[example_id]), len(generated[example_id])
-        matrix = match_matrix(completion.parsed, n_exp) if ok else None
+        matrix = None
+        if ok:
+            try:
+                matrix = match_matrix(completion.parsed, n_exp)
+            except UnparseableAnswer as exc:  # a true-criterion label the prompt never showed
+                logging.getLogger(__name__).warning("%s %s on %s: %s", generator, measure,
+                                                    example_id, exc)
+                ok = False
         for gi in range(n_gen):
             for ei in range(n_exp):
                 rows.append(dict(example_id=example_id, generator=generator, measure=measure,
