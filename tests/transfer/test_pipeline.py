@@ -759,3 +759,17 @@ def test_embedding_cosines_every_pair_of_every_generator():
     assert cos[("g", 1, 1)] == pytest.approx(0.0, abs=1e-6)
     assert cos[("h", 0, 1)] == pytest.approx(1.0, abs=1e-6)
     assert cos[("h", 0, 0)] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_matching_table_round_trips_an_unparseable_answer_as_nan(tmp_path):
+    from rubriclab.transfer.pipeline import read_matching, write_matching
+    table = pd.DataFrame([
+        dict(example_id="e1", generator="g", measure="similarity", generated_index=0,
+             expert_index=0, value=7.0),
+        dict(example_id="e1", generator="g", measure="implies", generated_index=0,
+             expert_index=0, value=float("nan")),
+    ])
+    write_matching(table, tmp_path / "m.csv")
+    back = read_matching(tmp_path / "m.csv")
+    assert back["value"].iloc[0] == 7.0 and pd.isna(back["value"].iloc[1])
+    assert back["value"].dtype.kind == "f"

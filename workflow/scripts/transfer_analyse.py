@@ -2,7 +2,7 @@ import pandas as pd
 
 from rubriclab.runtime import configure_logging
 from rubriclab.transfer.analysis import Inputs, analyse
-from rubriclab.transfer.pipeline import load_rubrics, read_responses
+from rubriclab.transfer.pipeline import load_rubrics, read_matching, read_responses
 
 configure_logging(snakemake.log[0])
 params, inputs = snakemake.params, snakemake.input
@@ -15,7 +15,7 @@ tables = analyse(Inputs(
     generators=list(params.generators),
     responses=pd.concat([read_responses(path) for path in inputs.responses], ignore_index=True),
     verdicts=pd.concat([pd.read_csv(path, **read) for path in inputs.verdicts], ignore_index=True),
-    matching=pd.concat([pd.read_csv(path, **read) for path in inputs.matching], ignore_index=True),
+    matching=pd.concat([read_matching(path) for path in inputs.matching], ignore_index=True),
     cosine=pd.read_csv(inputs.cosine, **read),
     main_response_model=params.response_model,
     it_response_models=list(params.it_models),

@@ -1,7 +1,9 @@
 import pandas as pd
 
 from rubriclab.runtime import configure_logging
-from rubriclab.transfer.pipeline import EXPERT, load_rubrics, match_rubrics, model_client
+from rubriclab.transfer.pipeline import (
+    EXPERT, load_rubrics, match_rubrics, model_client, write_matching,
+)
 
 configure_logging(snakemake.log[0])
 params, inputs = snakemake.params, snakemake.input
@@ -13,4 +15,4 @@ with client:
     matching = match_rubrics(examples, rubrics[EXPERT], rubrics[params.generator],
                              params.generator, params.model, params.temperature,
                              params.framings, ask)
-matching.to_csv(snakemake.output.matching, index=False)
+write_matching(matching, snakemake.output.matching)

@@ -382,8 +382,7 @@ def match_rubrics(examples: pd.DataFrame, expert: Mapping[str, list[str]],
                 rows.append(dict(example_id=example_id, generator=generator, measure=measure,
                                  generated_index=gi, expert_index=ei,
                                  value=matrix[gi][ei] if ok else np.nan))
-    return pd.DataFrame(rows, columns=["example_id", "generator", "measure", "generated_index",
-                                       "expert_index", "value"])
+    return pd.DataFrame(rows, columns=MATCHING_COLUMNS)
 
 
 # --- files ----------------------------------------------------------------------------------
@@ -446,3 +445,21 @@ def embedding_cosines(embedder, rubrics: Mapping[str, Mapping[str, list[str]]],
                      for g in range(matrix.shape[0]) for e in range(matrix.shape[1])]
     return pd.DataFrame(rows, columns=["example_id", "generator", "generated_index",
                                        "expert_index", "cosine"])
+
+
+MATCHING_COLUMNS = ["example_id", "generator", "measure", "generated_index", "expert_index",
+                    "value"]
+
+
+def write_matching(matching: pd.DataFrame, path) -> None:
+    """A matching table as CSV; an unparseable answer's NaN is written "NaN", never empty."""
+    matching.to_csv(path, index=False, na_rep="NaN")
+
+
+def read_matching(path) -> pd.DataFrame:
+    table = pd.read_csv(path, keep_default_na=False, na_values=["NaN"])
+    missing = [c for c in MATCHING_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: not a matching table, missing column(s) {missing}")
+    table["value"] = pd.to_numeric(table["value"], errors="raise")
+    return table
