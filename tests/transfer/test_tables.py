@@ -70,8 +70,10 @@ def test_tableA4_cells_and_order():
 
 
 def test_tableA4_errors():
+    # one generator: nothing to pair (a note, tested below); two without differences: an error
     with pytest.raises(ValueError, match="paired-difference"):
-        tableA4_existing_paired_differences(frame([stat("llm_matching_f1", OPUS, 0.6)]))
+        tableA4_existing_paired_differences(frame([stat("llm_matching_f1", OPUS, 0.6),
+                                                   stat("llm_matching_f1", QWEN, 0.5)]))
     with pytest.raises(ValueError, match="family='existing'"):
         tableA4_existing_paired_differences(frame(a4_rows()[-1:]))
     with pytest.raises(ValueError, match="'generator_b'"):
@@ -210,8 +212,9 @@ def test_tableA8_errors():
     with pytest.raises(ValueError, match="response_model='nobody'"):
         tableA8_it_paired_differences(frame(rows), "nobody")
     with pytest.raises(ValueError, match="paired-difference"):
-        tableA8_it_paired_differences(frame([stat("Q+(Cg->C*)", OPUS, 0.1, family="it",
-                                                  response_model=GPT)]), GPT)
+        tableA8_it_paired_differences(frame([
+            stat("Q+(Cg->C*)", OPUS, 0.1, family="it", response_model=GPT),
+            stat("Q+(Cg->C*)", QWEN, 0.2, family="it", response_model=GPT)]), GPT)
 
 
 # --------------------------------------------------------------------------- Table A.9
@@ -282,3 +285,15 @@ def test_write_table(tmp_path):
     back = pd.read_csv(out_csv, keep_default_na=False)
     assert back["claude-opus-4-1-20250805 − qwen3-8b"].tolist() == \
         table["claude-opus-4-1-20250805 − qwen3-8b"].tolist()
+
+
+def test_paired_difference_tables_say_so_when_there_is_one_generator():
+    stats = pd.DataFrame([dict(family="it", metric="Q+(Cg->C*)", generator="local/default",
+                               generator_b="", response_model="local/default", panel="",
+                               framing="", estimate=0.1, low=0.0, high=0.2, n_used=1000,
+                               B=1000, n_examples=3)])
+    markdown, frame = tableA8_it_paired_differences(stats, "local/default")
+    assert "this run has one generator (local/default)" in markdown
+    assert list(frame.columns) == ["note"]
+    markdown, _ = tableA4_existing_paired_differences(stats)
+    assert "no paired difference of the existing approaches" in markdown

@@ -98,12 +98,28 @@ def _paired_markdown(table: pd.DataFrame) -> list[str]:
 
 # --------------------------------------------------------------------------- Table A.4
 
+def _single_generator_note(frame: pd.DataFrame, what: str,
+                           subject: str) -> tuple[str, pd.DataFrame] | None:
+    """With one generator there is no pair to difference: a table that says so (None else)."""
+    generators = sorted((set(frame["generator"]) | set(frame["generator_b"])) - {"", EXPERT})
+    if len(generators) != 1:
+        return None
+    note = (f"{what} compares rubric generators in pairs; this run has one generator "
+            f"({generators[0]}), so there is no paired difference of the {subject} to report. "
+            "List two or more in transfer.generators.")
+    table = pd.DataFrame({"note": [note]})
+    return f"# transfer, {what}: paired differences\n\n{note}\n", table
+
+
 def tableA4_existing_paired_differences(stats: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """Table A.4: paired differences between generators (generator minus generator_b) for
     every existing-approach metric, rows in EXISTING_METRICS order, one column per pair.
     Panel metrics are those of the full panel (panel "all"); other panel choices are left
     out (Figure A.2 shows them)."""
     frame = normalized_stats(stats)
+    single = _single_generator_note(frame, "Table A.4", "existing approaches")
+    if single is not None:
+        return single
     rows = difference_rows(frame, "Table A.4", family="existing")
     rows = rows[~rows["metric"].isin(PANEL_METRICS) | (rows["panel"] == FULL_PANEL)]
     if rows.empty:
@@ -240,6 +256,9 @@ def tableA8_it_paired_differences(stats: pd.DataFrame, response_model: str
     each IT metric of Figure 5 on `response_model`'s responses; rows in Figure 5's order
     (Q+(Cg->C*), Q-(Cg->C*), Q+(C*->Cg), Q-(C*->Cg)), one column per pair."""
     frame = normalized_stats(stats)
+    single = _single_generator_note(frame, "Table A.8", "IT metrics")
+    if single is not None:
+        return single
     rows = difference_rows(frame, "Table A.8", family="it", response_model=response_model)
     labels = {m: f"{IT_SYMBOLS[m]} ({IT_TASKS[m]})" for m in IT_METRICS}
     table = _paired_table(rows, IT_METRICS, labels, "Table A.8")
