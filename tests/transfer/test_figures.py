@@ -296,6 +296,19 @@ def test_fig6_rows_and_shares(tmp_path):
     assert set(table.loc[table["row_kind"] == "expert->gen", "target_rubric"]) == {"expert"}
 
 
+def test_fig6_bar_without_criteria_is_empty_and_counted_zero(tmp_path):
+    rows = category_rows()
+    no_fail = [r for r in rows if not (r["row_kind"] == "within" and r["direction"] == "-"
+                                       and r["target_rubric"] == OPUS)]
+    table = fig6_criteria_level(categories_frame(no_fail), GPT, *paths(tmp_path, "empty"))
+    bar = table[(table["row_kind"] == "within") & (table["direction"] == "-")
+                & (table["target_rubric"] == OPUS)]
+    assert set(bar["n_criteria"]) == {0} and set(bar["share"]) == {0.0}
+    other = table[(table["row_kind"] == "within") & (table["direction"] == "+")
+                  & (table["target_rubric"] == OPUS)]
+    assert other["share"].sum() == pytest.approx(100.0)
+
+
 def test_fig6_errors(tmp_path):
     rows = category_rows()
     with pytest.raises(ValueError, match="missing column.*'share'"):
@@ -303,10 +316,6 @@ def test_fig6_errors(tmp_path):
                             *paths(tmp_path, "x"))
     with pytest.raises(ValueError, match="response_model='nobody'"):
         fig6_criteria_level(categories_frame(rows), "nobody", *paths(tmp_path, "x"))
-    no_fail = [r for r in rows if not (r["row_kind"] == "within" and r["direction"] == "-"
-                                       and r["target_rubric"] == OPUS)]
-    with pytest.raises(ValueError, match="within.*'-'"):
-        fig6_criteria_level(categories_frame(no_fail), GPT, *paths(tmp_path, "x"))
     uneven = [dict(r) for r in rows]
     uneven[0]["share"] = 10.0
     with pytest.raises(ValueError, match="sum to"):

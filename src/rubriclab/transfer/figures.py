@@ -491,7 +491,8 @@ def fig6_table(categories: pd.DataFrame, response_model: str) -> pd.DataFrame:
     expert). Lower chart ("within"): each generated rubric, then the expert rubric
     (row_kind within, target_rubric the rubric). Within-expert rows may carry any
     generator value; repeats of them must agree (they are one measurement) and are kept
-    once. Every row needs both directions, and each bar's shares must sum to 100."""
+    once. A bar with no criterion (none started at that state) is empty with n_criteria 0;
+    every other bar's shares must sum to 100."""
     frame = normalized_categories(categories)
     rows = select(frame, "Figure 6", response_model=response_model)
     bad_kind = sorted(set(rows["row_kind"]) - set(ROW_KINDS))
@@ -520,7 +521,18 @@ def fig6_table(categories: pd.DataFrame, response_model: str) -> pd.DataFrame:
         labels = BETWEEN_CATEGORIES if chart == "between" else WITHIN_CATEGORIES
         for direction in ("+", "-"):
             what = f"Figure 6 row {label!r}, direction {direction!r}"
-            bar = select(rows, what, direction=direction, **conditions)
+            mask = rows["direction"] == direction
+            for column, wanted in conditions.items():
+                mask &= rows[column] == wanted
+            bar = rows[mask]
+            if bar.empty:
+                # No criterion of this row started at that state (a small run can have none):
+                # an empty bar, labelled n=0, never a made-up share.
+                parts.append(pd.DataFrame({
+                    "chart": chart, "row": index, "row_kind": kind, "row_label": label,
+                    "generator": generator, "target_rubric": target, "measured_rubric": measured,
+                    "direction": direction, "category": labels, "share": 0.0, "n_criteria": 0}))
+                continue
             bad = sorted(set(bar["category"]) - set(labels))
             if bad:
                 raise ValueError(f"{what}: unknown category(ies) {bad}; expected {labels}")
