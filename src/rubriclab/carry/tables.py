@@ -247,10 +247,14 @@ def failing_checks_table(failing: pd.DataFrame, dataset: str, number: int, item_
 
 def table4_recon_failing_checks(failing: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """Table 4: the checks answering No (F_i) per Recon report under each rubric version."""
+    recon = failing[failing["dataset"] == "recon"]
+    environments = sorted({str(i).split(":")[1] for i in recon["item_id"] if str(i).count(":") >= 2})
+    where = (f"the {', '.join(environments)} environment" if environments
+             else "the example environment")
     return failing_checks_table(
         failing, "recon", 4, "Report",
-        "Checks answered No (F_i) for the Recon example reports under {versions} rubric "
-        "versions.")
+        f"Checks answered No (F_i) for the Recon-72 reports of {where} under {{versions}} "
+        "rubric versions.")
 
 
 def table5_ragtruth_failing_checks(failing: pd.DataFrame) -> tuple[str, pd.DataFrame]:
