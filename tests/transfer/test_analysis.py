@@ -8,12 +8,14 @@ vector is written below; every expected number is worked out in the comments.
 from __future__ import annotations
 
 import math
+from dataclasses import astuple
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from rubriclab.transfer import analysis as A
+from rubriclab.transfer.baselines import match_set_scores
 from rubriclab.transfer.pipeline import RESPONSE_COLUMNS, VERDICT_COLUMNS
 
 M = "m"
@@ -307,15 +309,15 @@ def test_embedding_and_framing_scores(analysed):
     assert stats_row(stats, "framing_precision", "g")["estimate"] == pytest.approx(0.75)
 
 
-def test_binary_matching_scores_by_hand():
+def test_match_set_scores_by_hand():
     matrix = np.array([[1, 0, 0], [0, 0, 0], [0, 1, 1]], dtype=bool)
     # rows with a match: 2 of 3 -> P 2/3; columns with a match: 3 of 3 -> R 1
     # F1 = 2 (2/3)(1) / (5/3) = 0.8
-    p, r, f1 = A.binary_matching_scores(matrix)
+    p, r, f1 = astuple(match_set_scores(matrix))
     assert (p, r) == (pytest.approx(2 / 3), 1.0)
     assert f1 == pytest.approx(0.8)
-    assert A.binary_matching_scores(np.zeros((2, 3), dtype=bool)) == (0.0, 0.0, 0.0)
-    p, r, f1 = A.binary_matching_scores(np.array([[0, 1]], dtype=bool))
+    assert astuple(match_set_scores(np.zeros((2, 3), dtype=bool))) == (0.0, 0.0, 0.0)
+    p, r, f1 = astuple(match_set_scores(np.array([[0, 1]], dtype=bool)))
     assert (p, r, f1) == (1.0, 0.5, pytest.approx(2 / 3))
 
 

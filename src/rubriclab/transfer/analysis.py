@@ -25,7 +25,9 @@ import pandas as pd
 
 from rubriclab.stats.bootstrap import difference, paired_bootstrap
 from rubriclab.transfer import baselines, edits, metrics
-from rubriclab.transfer.pipeline import EXPERT, UNDETERMINED
+from rubriclab.transfer.pipeline import (
+    EXPERT, UNDETERMINED, degraded_id, intervention_id, original_id, physician_id,
+)
 
 Q_METRICS = {  # metric -> (target, measured, direction)
     "Q+(Cg->C*)": ("generated", "expert", "+"),
@@ -82,15 +84,6 @@ class Lookup:
             self.inputs.undetermined.append(dict(use=use, response_id=response_id, rubric=rubric,
                                                  n=int((~determined).sum())))
         return float(vector[determined].mean()) if determined.any() else np.nan
-
-
-def original_id(example_id: str, model: str, sample: int = 0) -> str:
-    return f"{example_id}|original|{model}|{sample}"
-
-
-def intervention_id(example_id: str, kind: str, model: str, target: str, index: int,
-                    direction: str) -> str:
-    return f"{example_id}|{kind}|{model}|{target}|{index}|{direction}"
 
 
 # --- interventional transfer ----------------------------------------------------------------
@@ -195,25 +188,26 @@ def _categories(look: Lookup, edited: pd.DataFrame, row_kind: str, target: str, 
 # --- existing approaches --------------------------------------------------------------------
 
 def similarity_matrices(matching: pd.DataFrame, generator: str, measure: str,
-                        examples: Sequence[str]) -> dict[str, np.ndarray]:
+                        examples: Sequence[str], value: str = "value") -> dict:
+    """example -> (generated x expert) matrix of one generator's `measure` rows, by
+    baselines.similarity_matrices; None for an example with an unparseable answer (NaN),
+    never zeros."""
     rows = matching[(matching["generator"] == generator) & (matching["measure"] == measure)]
-    matrices = {}
-    for example in examples:
-        of_example = rows[rows["example_id"] == example]
-        if of_example.empty:
-            raise ValueError(f"no {measure} rows for {generator} on example {example}")
-        # An unparseable answer leaves the example's matrix undefined (None), never zero.
-        matrices[example] = None if of_example["value"].isna().any() else of_example.pivot(
-            index="generated_index", columns="expert_index", values="value").to_numpy(np.float64)
-    return matrices
+    rows = rows.rename(columns={"generated_index": "generated_id", "expert_index": "expert_id"})
+    unparsed = set(rows.loc[rows[value].isna(), "example_id"])
+    parsed = [e for e in examples if e not in unparsed]
+    matrices = baselines.similarity_matrices(rows[rows["example_id"].isin(parsed)], parsed,
+                                             value=value)
+    return {e: matrices.get(e) for e in examples}
 
 
-def binary_matching_scores(matrix: np.ndarray) -> tuple[float, float, float]:
-    """P, R, F1 from a 0/1 match matrix (generated x expert): the shares of generated and of
-    expert criteria with at least one match (Table A.2's definitions)."""
-    precision = float(matrix.any(axis=1).mean())
-    recall = float(matrix.any(axis=0).mean())
-    return precision, recall, baselines.harmonic_f1(precision, recall)
+def _match_statistics(stats: dict, scores: Mapping[str, object], family: str, prefix: str,
+                      generator: str, extra: str, examples: Sequence[str]) -> None:
+    """P, R and F1 statistics (mean over the examples that have scores) of MatchScores."""
+    for part in ("precision", "recall", "f1"):
+        values = _series({e: getattr(s, part) for e, s in scores.items()})
+        stats[(family, f"{prefix}_{part}", generator, "", "", extra)] = \
+            baselines.mean_statistic(values, examples, allow_absent=True)
 
 
 def _series(values: Mapping[str, float]) -> pd.Series:
@@ -226,33 +220,23 @@ def existing_statistics(look: Lookup) -> dict[tuple, object]:
     examples = inputs.examples
     for generator in inputs.generators:
         sims = similarity_matrices(inputs.matching, generator, "similarity", examples)
-        llm = {e: baselines.llm_matching_scores(m, e) for e, m in sims.items() if m is not None}
-        for part in ("precision", "recall", "f1"):
-            values = _series({e: getattr(s, part) for e, s in llm.items()})
-            stats[("existing", f"llm_matching_{part}", generator, "", "", "")] = \
-                baselines.mean_statistic(values, examples, allow_absent=True)
-        embedded = {}
-        for example in examples:
-            rows = inputs.cosine[(inputs.cosine["generator"] == generator)
-                                 & (inputs.cosine["example_id"] == example)]
-            matrix = rows.pivot(index="generated_index", columns="expert_index",
-                                values="cosine").to_numpy(dtype=np.float64)
-            embedded[example] = binary_matching_scores(matrix > inputs.tau)
-        for k, part in enumerate(("precision", "recall", "f1")):
-            stats[("existing", f"embedding_{part}", generator, "", "", "")] = \
-                baselines.mean_statistic(_series({e: v[k] for e, v in embedded.items()}), examples)
+        _match_statistics(stats, {e: baselines.llm_matching_scores(m, e)
+                                  for e, m in sims.items() if m is not None},
+                          "existing", "llm_matching", generator, "", examples)
+        cosine = inputs.cosine.assign(measure="cosine")
+        cosines = similarity_matrices(cosine, generator, "cosine", examples, value="cosine")
+        _match_statistics(stats, {e: baselines.match_set_scores(m > inputs.tau)
+                                  for e, m in cosines.items() if m is not None},
+                          "existing", "embedding", generator, "", examples)
         for framing in inputs.framings:
             matrices = similarity_matrices(inputs.matching, generator, framing, examples)
-            scores = {e: binary_matching_scores(m > 0) for e, m in matrices.items()
-                      if m is not None}
-            for k, part in enumerate(("precision", "recall", "f1")):
-                stats[("framing", f"framing_{part}", generator, "", "", framing)] = \
-                    baselines.mean_statistic(_series({e: v[k] for e, v in scores.items()}),
-                                             examples, allow_absent=True)
+            _match_statistics(stats, {e: baselines.match_set_scores(m > 0)
+                                      for e, m in matrices.items() if m is not None},
+                              "framing", "framing", generator, framing, examples)
         for panel, responders in inputs.panels.items():
             rows = [dict(example_id=e, response_model=r,
-                         generated_frac=look.frac(f"{e}|original|{r}", generator, "panel"),
-                         expert_frac=look.frac(f"{e}|original|{r}", EXPERT, "panel"))
+                         generated_frac=look.frac(_responder_id(e, r), generator, "panel"),
+                         expert_frac=look.frac(_responder_id(e, r), EXPERT, "panel"))
                     for e in examples for r in responders]
             records = baselines.panel_records(pd.DataFrame(rows))
             for column, metric in (("spearman", "spearman"), ("kendall_tau_b", "kendall_tau_b"),
@@ -270,17 +254,23 @@ def existing_statistics(look: Lookup) -> dict[tuple, object]:
     for model in inputs.degradation_models:
         rows = [dict(example_id=e,
                      original_frac=look.frac(original_id(e, model), EXPERT, "degradation"),
-                     degraded_frac=look.frac(f"{e}|degraded|{model}", EXPERT, "degradation"))
+                     degraded_frac=look.frac(degraded_id(e, model), EXPERT, "degradation"))
                 for e in examples]
         stats[("degradation", "degradation_drop", EXPERT, "", model, "")] = \
             baselines.mean_statistic(baselines.degradation_records(pd.DataFrame(rows)), examples)
     return stats
 
 
+def _responder_id(example_id: str, responder: str) -> str:
+    """The original response of a panel responder "model|sample"."""
+    model, sample = responder.rsplit("|", 1)
+    return original_id(example_id, model, int(sample))
+
+
 def _physician_scores(look: Lookup, generator: str) -> pd.DataFrame:
     rows = []
     for example in look.inputs.examples:
-        response_id = f"{example}|physician"
+        response_id = physician_id(example)
         if response_id in look.responses.index:
             rows.append(dict(example_id=example,
                              generated_frac=look.frac(response_id, generator, "physician"),
@@ -291,11 +281,11 @@ def _physician_scores(look: Lookup, generator: str) -> pd.DataFrame:
 def _discrimination_scores(look: Lookup, rubric: str) -> pd.DataFrame:
     rows = []
     for example in look.inputs.examples:
-        physician = f"{example}|physician"
+        physician = physician_id(example)
         if physician in look.responses.index:
             rows.append(dict(example_id=example,
                              physician_frac=look.frac(physician, rubric, "discrimination"),
-                             bad_frac=look.frac(f"{example}|degraded|{look.inputs.degrader}",
+                             bad_frac=look.frac(degraded_id(example, look.inputs.degrader),
                                                 rubric, "discrimination")))
     return pd.DataFrame(rows, columns=["example_id", "physician_frac", "bad_frac"])
 

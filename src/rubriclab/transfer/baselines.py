@@ -132,7 +132,12 @@ def embedding_matching_scores(generated: np.ndarray, expert: np.ndarray, *,
     P: share of generated criteria matching at least one expert criterion; R: share of
     expert criteria matched by at least one generated criterion; F1 as in Algorithm 2.
     """
-    matches = cosine_similarity_matrix(generated, expert, example_id) > tau
+    return match_set_scores(cosine_similarity_matrix(generated, expert, example_id) > tau)
+
+
+def match_set_scores(matches: np.ndarray) -> MatchScores:
+    """P, R, F1 from a 0/1 match matrix (generated x expert): the shares of generated and of
+    expert criteria with at least one match (Table A.2; also the framings of Figure A.1)."""
     precision = float(matches.any(axis=1).mean())
     recall = float(matches.any(axis=0).mean())
     return MatchScores(precision, recall, harmonic_f1(precision, recall))

@@ -50,6 +50,26 @@ VERDICT_COLUMNS = ["example_id", "response_id", "rubric", "criterion_index", "ve
 Ask = Callable[[list[Request], str], list]
 
 
+# --- response ids: the one place they are spelled (the analysis looks responses up by them) --
+
+def original_id(example_id: str, model: str, sample: int = 0) -> str:
+    return f"{example_id}|original|{model}|{sample}"
+
+
+def physician_id(example_id: str) -> str:
+    return f"{example_id}|physician"
+
+
+def degraded_id(example_id: str, model: str) -> str:
+    return f"{example_id}|degraded|{model}"
+
+
+def intervention_id(example_id: str, kind: str, model: str, target: str, index: int,
+                    direction: str) -> str:
+    """kind "rubric_edit" (index -1) or "criterion_edit"; direction "+" or "-"."""
+    return f"{example_id}|{kind}|{model}|{target}|{index}|{direction}"
+
+
 # --- examples -------------------------------------------------------------------------------
 
 def choose_examples(sample: pd.DataFrame, n: int | None, max_criteria: int | None,
@@ -89,7 +109,7 @@ def choose_examples(sample: pd.DataFrame, n: int | None, max_criteria: int | Non
 
 def physician_responses(examples: pd.DataFrame) -> pd.DataFrame:
     has = examples["has_ideal_completion"].astype(str) == "True"
-    rows = [dict(example_id=e.example_id, response_id=f"{e.example_id}|physician",
+    rows = [dict(example_id=e.example_id, response_id=physician_id(e.example_id),
                  model="physician", kind="physician", target_rubric="", target_index=-1,
                  direction="", text=e.ideal_completion)
             for e in examples[has].itertuples(index=False)]
@@ -188,13 +208,13 @@ def rubric_texts(expert: Mapping, generated: Mapping[str, Mapping],
 # --- responses ------------------------------------------------------------------------------
 
 def respond(examples: pd.DataFrame, model: str, sample: int, temperature: float,
-            max_tokens: int, ask: Ask, kind: str = "original") -> pd.DataFrame:
+            max_tokens: int, ask: Ask) -> pd.DataFrame:
     requests = [Request.chat(model, response_messages(e.prompt_json), temperature=temperature,
                              max_tokens=max_tokens, response_format=RESPONSE_FORMAT,
                              sample_index=sample)
                 for e in examples.itertuples(index=False)]
-    return _responses(examples, requests, ask, f"{kind}|{model}|{sample}", model, kind,
-                      f"transfer respond {model} sample {sample}")
+    return _responses(examples, requests, ask, lambda e: original_id(e, model, sample), model,
+                      "original", f"transfer respond {model} sample {sample}")
 
 
 def degrade(examples: pd.DataFrame, pool: pd.DataFrame, model: str, temperature: float,
@@ -214,19 +234,20 @@ def degrade(examples: pd.DataFrame, pool: pd.DataFrame, model: str, temperature:
                                                                        criteria),
                                      temperature=temperature, max_tokens=max_tokens,
                                      response_format=RESPONSE_FORMAT))
-    return _responses(examples, requests, ask, f"degraded|{model}", model, "degraded",
-                      f"transfer degrade {model}")
+    return _responses(examples, requests, ask, lambda e: degraded_id(e, model), model,
+                      "degraded", f"transfer degrade {model}")
 
 
-def _responses(examples: pd.DataFrame, requests: list[Request], ask: Ask, tag: str, model: str,
-               kind: str, label: str) -> pd.DataFrame:
+def _responses(examples: pd.DataFrame, requests: list[Request], ask: Ask,
+               response_id: Callable[[str], str], model: str, kind: str,
+               label: str) -> pd.DataFrame:
     completions = ask(requests, label)
     rows = []
     for example, completion in zip(examples.itertuples(index=False), completions, strict=True):
         if completion.outcome != "ok":
             raise ValueError(f"{label}: {example.example_id}: no usable response "
                              f"({completion.outcome}: {completion.error})")
-        rows.append(dict(example_id=example.example_id, response_id=f"{example.example_id}|{tag}",
+        rows.append(dict(example_id=example.example_id, response_id=response_id(example.example_id),
                          model=model, kind=kind, target_rubric="", target_index=-1,
                          direction="", text=completion.parsed))
     return pd.DataFrame(rows, columns=RESPONSE_COLUMNS)
@@ -321,8 +342,8 @@ def intervene(originals: pd.DataFrame, examples: pd.DataFrame, verdicts: pd.Data
         if completion.outcome != "ok":
             raise ValueError(f"intervention {row}: no usable edited response "
                              f"({completion.outcome}: {completion.error})")
-        response_id = (f"{row['example_id']}|{row['kind']}|{model}|{row['target_rubric']}|"
-                       f"{row['target_index']}|{row['direction']}")
+        response_id = intervention_id(row["example_id"], row["kind"], model,
+                                      row["target_rubric"], row["target_index"], row["direction"])
         out.append(dict(row, response_id=response_id, text=completion.parsed))
     return pd.DataFrame(out, columns=RESPONSE_COLUMNS)
 
