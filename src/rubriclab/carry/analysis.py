@@ -15,15 +15,17 @@ without labels and Gate R changes nothing; see `CautiousGate`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from rubriclab.carry.experiment import (
-    EvidenceSource, State, Verdicts, attribution_rows, decision_rows, rate_rows,
-    rendering_state_codes, replay_chain, rubric_after, set_codes,
+    EvidenceSource, State, Verdicts, attribution_rows, decision_rows, failing_positions,
+    rate_rows, rendering_state_codes, replay_chain, rubric_after, rubric_for, set_codes,
 )
 from rubriclab.carry.revision import Rubric
 
@@ -38,6 +40,12 @@ class Chain:
     @property
     def labels(self) -> dict:
         return dict(source=self.source, mode=self.record["mode"], seed=int(self.record["seed"]))
+
+
+def read_chains(paths) -> list[Chain]:
+    """The chain records written by the carry_chain rule (experiment.run_reviser_chain)."""
+    records = [json.loads(Path(path).read_text(encoding="utf-8")) for path in paths]
+    return [Chain(record["source"], record) for record in records]
 
 
 @dataclass(frozen=True)
@@ -180,7 +188,6 @@ def pick_chain(chains: Sequence[Chain], preferred: Sequence[tuple[str, str]]) ->
 def failing_rows(dataset: str, items: pd.DataFrame, verdicts: Verdicts,
                  versions: Mapping[str, Mapping[str, Rubric]], names: Mapping[str, str]) -> list:
     """One row per (item, rubric version): the 1-based positions of its checks answered No."""
-    from rubriclab.carry.experiment import failing_positions, rubric_for
     rows = []
     for item in items.itertuples(index=False):
         for version, rubric_set in versions.items():
@@ -189,6 +196,40 @@ def failing_rows(dataset: str, items: pd.DataFrame, verdicts: Verdicts,
                              label=item.label, rubric_version=version,
                              failing_positions=failing_positions(verdicts, item.item_id, rubric)))
     return rows
+
+
+def recon_failing_rows(items: pd.DataFrame, verdicts: Verdicts,
+                       starts: Mapping[str, Mapping[str, Rubric]], chains: Sequence[Chain],
+                       environment: str, after: str) -> list[dict]:
+    """Table 4: the Recon-72 reports of `environment` under the hand-written and label-taught
+    rubrics and the hand rubric after the last round of its first chain (free mode first)."""
+    reports = items[items["in_recon72"] & (items["scope"] == environment)]
+    if reports.empty:
+        raise ValueError(f"config key 'carry.recon.table4_environment': {environment!r} is not "
+                         "among the judged Recon environments (carry.recon.environments)")
+    versions = {"Hand-written": starts["hand"], "Label-taught": starts["label"],
+                after: final_rubric_set(pick_chain(chains, [("hand", "free"),
+                                                            ("hand", "fixed_count"),
+                                                            ("hand", "delete_only")]))}
+    return failing_rows("recon", reports, verdicts, versions,
+                        {i: recon_item_name(i) for i in reports["item_id"]})
+
+
+def ragtruth_failing_rows(items: pd.DataFrame, verdicts: Verdicts,
+                          starts: Mapping[str, Mapping[str, Rubric]], chains: Sequence[Chain],
+                          after: str) -> list[dict]:
+    """Table 5: the first two correct and two flawed evaluation items under the generated
+    draft, the label-taught rubric and the label-taught rubric after its first chain."""
+    evaluation = items[items["split"] == "evaluation"]
+    examples = pd.concat([evaluation[evaluation["label"] == label].head(2)
+                          for label in ("correct", "flawed")])
+    versions = {"Generated": starts["generated"], "Label-taught": starts["label"],
+                after: final_rubric_set(pick_chain(chains, [("label", "free"),
+                                                            ("label", "fixed_count"),
+                                                            ("label", "delete_only"),
+                                                            ("generated", "free")]))}
+    return failing_rows("ragtruth", examples, verdicts, versions,
+                        {i: short_item_name(i) for i in examples["item_id"]})
 
 
 def final_rubric_set(chain: Chain) -> dict[str, Rubric]:

@@ -554,6 +554,10 @@ def checked_rubric_round_trip(record: Mapping) -> None:
 
 # --- jobs -----------------------------------------------------------------------------------
 
+def read_verdicts(path) -> Verdicts:
+    return Verdicts(pd.read_csv(path, keep_default_na=False))
+
+
 def read_items(path) -> pd.DataFrame:
     items = pd.read_csv(path, keep_default_na=False)
     missing = [c for c in ITEM_COLUMNS if c not in items.columns]

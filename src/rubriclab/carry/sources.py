@@ -154,6 +154,11 @@ def write_rubric_set(path: Path, dataset: str, source: str, rubrics: Mapping[str
                           encoding="utf-8")
 
 
+def read_start_sets(paths) -> dict[str, dict[str, Rubric]]:
+    """source -> scope -> rubric, from the rubric set files of a dataset's start sources."""
+    return {header["source"]: rubrics for header, rubrics in map(read_rubric_set, paths)}
+
+
 def read_rubric_set(path: Path) -> tuple[dict, dict[str, Rubric]]:
     """(the file's header fields, scope -> rubric)."""
     try:
