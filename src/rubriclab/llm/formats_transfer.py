@@ -157,6 +157,14 @@ def parse_response(text: str) -> str:
 
 # --- transfer_scores_<n> ---------------------------------------------------------------------------------
 
+def _require_exactly_the_keys(mapping: dict, expected: list[str], what: str) -> None:
+    missing = [k for k in expected if k not in mapping]
+    extra = sorted(set(mapping) - set(expected))
+    if missing or extra:
+        raise UnparseableAnswer(f"expected {what}; missing {missing[:10]}, "
+                                f"unexpected {extra[:10]}")
+
+
 def parse_scores(text: str, n: int) -> list[int]:
     """One JSON object mapping each of "0".."n-1" exactly once to 1 or 0; else raise.
 
@@ -167,13 +175,7 @@ def parse_scores(text: str, n: int) -> list[int]:
     if not isinstance(value, dict):
         raise UnparseableAnswer(f"expected a JSON object of criterion number -> 1 or 0, got {type(value).__name__}")
     expected = [str(i) for i in range(n)]
-    missing = [k for k in expected if k not in value]
-    extra = sorted(set(value) - set(expected))
-    if missing or extra:
-        raise UnparseableAnswer(
-            f"expected every criterion number 0..{n - 1} exactly once; missing {missing[:10]}, "
-            f"unexpected {extra[:10]}"
-        )
+    _require_exactly_the_keys(value, expected, f"every criterion number 0..{n - 1} exactly once")
     scores = []
     for key in expected:
         score = value[key]
@@ -215,13 +217,8 @@ def parse_match(text: str, n: int) -> list[list[int]]:
     if not isinstance(indices, dict):
         raise UnparseableAnswer(f'"indices" must be a JSON object, got {type(indices).__name__}')
     expected = [f"G{i}" for i in range(n)]
-    missing = [k for k in expected if k not in indices]
-    extra = sorted(set(indices) - set(expected))
-    if missing or extra:
-        raise UnparseableAnswer(
-            f"expected every generated label G0..G{n - 1} exactly once as a key; missing "
-            f"{missing[:10]}, unexpected {extra[:10]}"
-        )
+    _require_exactly_the_keys(indices, expected,
+                              f"every generated label G0..G{n - 1} exactly once as a key")
     matched = []
     for key in expected:
         labels = indices[key]
