@@ -9,10 +9,10 @@ from rubriclab.carry.figures import (
     fig1_strictness, fig4_self_review_drift, fig5_attribution_by_origin, fig5_title,
     fig6_gated_quality,
 )
+from tests.figure_files import assert_figure_files, paths
 
 MAIN = "anthropic/claude-sonnet-4-5"
 OTHER = "anthropic/claude-haiku-4-5"
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 N = {"correct_passed": 24, "flawed_caught": 48, "unplanned_caught": 12}
 BASE = dict(dataset="recon", judge=MAIN, item_set="recon108", environments="all",
             source="hand", rendering="per_check", mode="", seed=0, round=0, gate="none",
@@ -27,16 +27,6 @@ def rate_rows(values: dict, **fields) -> list[dict]:
 
 def frame(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)[RATES_COLUMNS]
-
-
-def assert_figure_files(png, pdf):
-    assert png.stat().st_size > 0 and pdf.stat().st_size > 0
-    assert png.read_bytes()[:8] == PNG_MAGIC
-    assert pdf.read_bytes()[:5] == b"%PDF-"
-
-
-def paths(tmp_path, name):
-    return tmp_path / "out" / f"{name}.png", tmp_path / "out" / f"{name}.pdf"
 
 
 # --------------------------------------------------------------------------- Figure 1

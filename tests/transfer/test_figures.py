@@ -11,6 +11,7 @@ from rubriclab.transfer.figures import (
     figA1_matching_framings, figA2_panel_sensitivity, figA4_by_response_model,
     interval_cell, short_name,
 )
+from tests.figure_files import assert_figure_files, paths
 
 QWEN = "openrouter/qwen/qwen3-8b"
 DEEPSEEK = "deepseek/deepseek-chat"
@@ -18,7 +19,6 @@ OPUS = "anthropic/claude-opus-4-1-20250805"
 GENERATORS = [QWEN, DEEPSEEK, OPUS]
 GPT = "openai/gpt-5-mini"
 GROK = "xai/grok-4"
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 BASE = dict(family="existing", generator_b="", response_model="", panel="", framing="",
             n_used=1000, B=1000, n_examples=105)
 
@@ -30,16 +30,6 @@ def stat(metric, generator, estimate, low=math.nan, high=math.nan, **fields):
 
 def frame(rows):
     return pd.DataFrame(rows)[STATS_COLUMNS]
-
-
-def assert_figure_files(png, pdf):
-    assert png.stat().st_size > 0 and pdf.stat().st_size > 0
-    assert png.read_bytes()[:8] == PNG_MAGIC
-    assert pdf.read_bytes()[:5] == b"%PDF-"
-
-
-def paths(tmp_path, name):
-    return tmp_path / "out" / f"{name}.png", tmp_path / "out" / f"{name}.pdf"
 
 
 # --------------------------------------------------------------------------- helpers
