@@ -2,6 +2,10 @@
 # Grid: results/carry/{rubrics,chains,judged}/{dataset}/... ; {judge} is a model slug.
 
 
+# Hashed once per run: a rule declaring it reruns when the carry code it runs changes.
+CARRY_CODE = carry_code_fingerprint()
+
+
 wildcard_constraints:
     cdataset="recon|summedits|ragtruth",
     source="hand|generated|label",
@@ -25,7 +29,7 @@ rule carry_items:
         teaching="results/carry/items/{cdataset}_teaching.csv",
     params:
         environments=config["carry"]["recon"]["environments"],
-        code=carry_code_fingerprint(),
+        code=CARRY_CODE,
     log:
         "logs/carry_items/{cdataset}.log",
     script:
@@ -39,7 +43,7 @@ rule carry_rubric_hand:
     output:
         "results/carry/rubrics/recon/hand.json",
     params:
-        code=carry_code_fingerprint(),
+        code=CARRY_CODE,
     log:
         "logs/carry_rubric/recon-hand.log",
     script:
@@ -61,7 +65,7 @@ rule carry_rubric_model:
         max_tokens=config["carry"]["sources"]["max_tokens"],
         examples_per_label=lambda w: config["carry"]["sources"]["label_examples_per_label"][w.cdataset],
         seed=config["carry"]["sources"]["seed"],
-        code=carry_code_fingerprint(),
+        code=CARRY_CODE,
     resources:
         **model_resources(GENERATOR),
     log:
@@ -83,7 +87,7 @@ rule carry_chain:
         rounds=lambda w: config["carry"]["chains"][w.cdataset]["rounds"],
         temperature=config["carry"]["chains"]["temperature"],
         max_tokens=config["carry"]["chains"]["max_tokens"],
-        code=carry_code_fingerprint(),
+        code=CARRY_CODE,
     resources:
         **model_resources(REVISER),
     log:
@@ -110,7 +114,7 @@ rule carry_judge:
         max_tokens=config["carry"]["judge_max_tokens"],
         renderings=config["carry"]["recon"]["renderings"],
         prompt_template=judge_prompt_fingerprint(),
-        code=carry_code_fingerprint(),
+        code=CARRY_CODE,
     resources:
         local_llm=lambda w: model_resources(JUDGE_BY_SLUG[w.judge])["local_llm"],
         api_calls=lambda w: model_resources(JUDGE_BY_SLUG[w.judge])["api_calls"],
@@ -139,7 +143,7 @@ rule carry_analyse:
         gates=["none", *config["carry"]["gates"]],
         renderings=config["carry"]["recon"]["renderings"],
         bootstrap=config["carry"]["bootstrap"],
-        code=carry_code_fingerprint(),
+        code=CARRY_CODE,
     log:
         "logs/carry_analyse/{cdataset}-{judge}.log",
     benchmark:
@@ -178,7 +182,7 @@ rule carry_failing_checks:
     params:
         environment=config["carry"]["recon"]["table4_environment"],
         reviser=REVISER,
-        code=carry_code_fingerprint(),
+        code=CARRY_CODE,
     log:
         "logs/carry_failing_checks.log",
     script:
@@ -203,7 +207,7 @@ rule carry_figure:
         figure="|".join(CARRY_FIGURES),
     params:
         judge=JUDGE,
-        code=carry_code_fingerprint(),
+        code=CARRY_CODE,
     log:
         "logs/carry_figure/{figure}.log",
     script:
@@ -221,7 +225,7 @@ rule carry_table:
         table="|".join(CARRY_TABLES),
     params:
         judge=JUDGE,
-        code=carry_code_fingerprint(),
+        code=CARRY_CODE,
     log:
         "logs/carry_table/{table}.log",
     script:

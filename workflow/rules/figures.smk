@@ -66,7 +66,7 @@ rule carry_table1:
                   category="carry", subcategory="Table 1"),
         csv="figures/carry/table1_shapley_example.csv",
     params:
-        code=carry_code_fingerprint(),
+        code=CARRY_CODE,
     log:
         "logs/carry_table1.log",
     script:
