@@ -27,6 +27,7 @@ from rubriclab.stats.bootstrap import difference, paired_bootstrap
 from rubriclab.transfer import baselines, edits, metrics
 from rubriclab.transfer.pipeline import (
     EXPERT, UNDETERMINED, degraded_id, intervention_id, original_id, physician_id,
+    verdict_vectors,
 )
 
 Q_METRICS = {  # metric -> (target, measured, direction)
@@ -65,9 +66,7 @@ class Inputs:
 class Lookup:
     def __init__(self, inputs: Inputs):
         self.inputs = inputs
-        verdicts = inputs.verdicts
-        self.vectors = {key: rows.sort_values("criterion_index")["verdict"].to_numpy()
-                        for key, rows in verdicts.groupby(["response_id", "rubric"], sort=False)}
+        self.vectors = verdict_vectors(inputs.verdicts)
         self.responses = inputs.responses.set_index("response_id", drop=False)
 
     def vector(self, response_id: str, rubric: str) -> np.ndarray:
