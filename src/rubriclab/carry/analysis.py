@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from rubriclab.carry.experiment import (
-    EvidenceSource, State, Verdicts, attribution_rows, decision_rows, failing_positions,
+    EvidenceSource, State, Verdicts, attribution_rows, checked_rubric_round_trip, decision_rows,
+    failing_positions,
     rate_rows, rendering_state_codes, replay_chain, rubric_after, rubric_for, set_codes,
 )
 from rubriclab.carry.revision import Rubric
@@ -87,6 +88,8 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
     for chain in chains:
         for gate in setting.gates:
             replayed = replay_chain(chain.record, gate, standard)
+            if gate == "none":
+                checked_rubric_round_trip(chain.record, replayed)
             decisions += decision_rows(replayed, **common, **chain.labels, gate=gate,
                                        variant="standard")
             chain_states += _round_states(chain, gate, "standard", scored, verdicts,
