@@ -3,7 +3,12 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# A config stands alone: `--configfile X` means X over the schema's defaults
+# (workflow/schemas/config.schema.yaml), never over the embedded default below, which is read
+# only when no --configfile is given. --config KEY=VALUE applies on top of either.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"

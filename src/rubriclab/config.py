@@ -66,3 +66,11 @@ def apply_env_overrides(config: dict[str, Any], environ: dict[str, str] | None =
         if updated.get(key) in (None, "") and environ.get(variable):
             updated[key] = environ[variable]
     return updated
+
+
+def write_effective_config(config: dict[str, Any], path: str | Path) -> None:
+    """The validated config, as YAML, with a header saying what it is."""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("# The configuration this run used: the named config file(s) over the schema's\n"
+                 "# defaults, then --config overrides (written by rule effective_config).\n")
+        yaml.safe_dump(config, fh, sort_keys=True)

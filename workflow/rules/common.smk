@@ -93,6 +93,7 @@ def all_targets():
         *expand("figures/verify/table_calibration.{ext}", ext=["md", "csv"]),
         "figures/data_summary.md",
         "figures/cost_report.md",
+        "results/effective_config.yaml",
     ]
 
 

@@ -65,3 +65,16 @@ rule data_summary:
         "logs/data_summary.log",
     script:
         "../scripts/data_summary.py"
+
+
+# The config this run uses, as validated and completed from the schema's defaults: what
+# `--configfile` (or the embedded default) and `--config` amount to, written down.
+rule effective_config:
+    output:
+        "results/effective_config.yaml",
+    params:
+        config=config,
+    log:
+        "logs/effective_config.log",
+    script:
+        "../scripts/effective_config.py"
