@@ -24,11 +24,36 @@ VARIANTS = {
     "sample_index": 1,
     "top_p": 0.9,
     "stop": ("\n",),
+    "reasoning_effort": "low",
 }
+# Fields that select settings but are not sent: the settings they select are fields above.
+NOT_KEYED = {"role"}
 
 
 def test_every_request_field_is_covered_by_a_variant():
-    assert set(VARIANTS) == {f.name for f in dataclasses.fields(Request)}
+    assert set(VARIANTS) | NOT_KEYED == {f.name for f in dataclasses.fields(Request)}
+
+
+def test_the_provider_default_temperature_is_a_key_of_its_own():
+    keys = {cache_key(dataclasses.replace(BASE, temperature=t), "fp") for t in (None, 0.0, 1.0)}
+    assert len(keys) == 3
+
+
+def test_a_role_alone_does_not_change_the_key():
+    assert cache_key(dataclasses.replace(BASE, role="judge"), "fp") == cache_key(BASE, "fp")
+
+
+def test_requests_without_the_newer_fields_keep_their_version_1_keys():
+    """Entries cached before reasoning_effort existed are still found."""
+    import hashlib
+    import json
+
+    payload = {"model": BASE.model, "messages": [[m.role, m.content] for m in BASE.messages],
+               "temperature": 0.0, "max_tokens": 4, "response_format": "yes_no",
+               "sample_index": 0, "top_p": None, "stop": None, "model_fingerprint": "fp",
+               "cache_key_version": 1}
+    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    assert cache_key(BASE, "fp") == hashlib.sha256(canonical.encode()).hexdigest()
 
 
 @pytest.mark.parametrize("field", sorted(VARIANTS))

@@ -13,7 +13,7 @@ header, start = read_rubric_set(snakemake.input.start)
 config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
 name = f"{wildcards.cdataset}/{wildcards.source}-{wildcards.mode}-seed{wildcards.seed}"
 ledger = Ledger(snakemake.output.ledger, rule=f"carry_chain[{name}]")
-with LLMClient(config, ledger=ledger) as client:
+with LLMClient(config, ledger=ledger, role="reviser") as client:
     record = run_reviser_chain(
         start, rounds=params.rounds, mode=wildcards.mode, seed=int(wildcards.seed),
         reviser=params.reviser, temperature=params.temperature, max_tokens=params.max_tokens,

@@ -11,7 +11,7 @@ items = pd.read_csv(snakemake.input.table, keep_default_na=False)
 items = items[items["split"] == "evaluation"]
 config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
 ledger = Ledger(snakemake.output.ledger, rule=f"carry_fig2_judge[{dataset}]")
-with LLMClient(config, ledger=ledger) as client:
+with LLMClient(config, ledger=ledger, role="judge") as client:
     verdicts = judge_items(
         client, items, read_checklist_json(snakemake.input.checklist),
         lengths=params.lengths, runs=params.runs, judge=params.judge,

@@ -12,7 +12,7 @@ chains = [chain.record for chain in read_chains(snakemake.input.chains)]
 config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
 ledger = Ledger(snakemake.output.ledger, rule=f"carry_judge[{wildcards.cdataset}/{params.judge}]")
 spec = JudgeSpec(params.judge, params.votes, params.temperature, params.max_tokens)
-with LLMClient(config, ledger=ledger) as client:
+with LLMClient(config, ledger=ledger, role="judge") as client:
     verdicts = judge_items_and_rubrics(
         client, wildcards.cdataset, items, starts, chains, task_description(wildcards.cdataset),
         spec, renderings=params.renderings)

@@ -10,7 +10,7 @@ params, wildcards = snakemake.params, snakemake.wildcards
 items = read_items(snakemake.input.teaching)
 config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
 ledger = Ledger(snakemake.output.ledger, rule=f"carry_rubric[{wildcards.cdataset}/{wildcards.source}]")
-with LLMClient(config, ledger=ledger) as client:
+with LLMClient(config, ledger=ledger, role="generator") as client:
     rubrics, meta = build_model_rubric(
         client, wildcards.cdataset, wildcards.source, items, model=params.model,
         n_checks=params.n_checks, temperature=params.temperature, max_tokens=params.max_tokens,

@@ -8,7 +8,8 @@ params = snakemake.params
 examples = pd.read_csv(snakemake.input.examples, keep_default_na=False)
 pool = pd.read_csv(snakemake.input.sample, keep_default_na=False)
 client, ask = model_client(snakemake.config, snakemake.output.ledger,
-                           f"transfer_degrade[{params.model}]")
+                           f"transfer_degrade[{params.model}]",
+                           role="degrader")
 with client:
     responses = degrade(examples, pool, params.model, params.temperature, params.max_tokens,
                         params.seed, ask)

@@ -11,7 +11,8 @@ originals = read_responses(inputs.originals)
 originals = originals[originals["example_id"].isin(example_ids)]
 verdicts = pd.read_csv(inputs.verdicts, keep_default_na=False)
 client, ask = model_client(snakemake.config, snakemake.output.ledger,
-                           f"transfer_intervene[{params.model}]")
+                           f"transfer_intervene[{params.model}]",
+                           role="editor")
 with client:
     edited = intervene(originals, examples, verdicts, rubrics, params.model, params.temperature,
                        params.max_tokens, params.criteria_per_rubric, ask)

@@ -10,7 +10,8 @@ example_ids, rubrics, _ = load_rubrics(examples, inputs.expert, inputs.rubrics)
 responses = read_responses(inputs.responses)
 responses = responses[responses["example_id"].isin(example_ids)]
 client, ask = model_client(snakemake.config, snakemake.output.ledger,
-                           f"transfer_judge[{snakemake.wildcards.responses}]")
+                           f"transfer_judge[{snakemake.wildcards.responses}]",
+                           role="transfer_judge")
 with client:
     verdicts = judge_responses(responses, examples, rubrics, params.judge, params.votes,
                                params.temperature, ask)

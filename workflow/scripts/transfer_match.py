@@ -10,7 +10,8 @@ params, inputs = snakemake.params, snakemake.input
 examples = pd.read_csv(inputs.examples, keep_default_na=False)
 example_ids, rubrics, _ = load_rubrics(examples, inputs.expert, [inputs.rubrics])
 client, ask = model_client(snakemake.config, snakemake.output.ledger,
-                           f"transfer_match[{params.generator}]")
+                           f"transfer_match[{params.generator}]",
+                           role="matcher")
 with client:
     matching = match_rubrics(examples, rubrics[EXPERT], rubrics[params.generator],
                              params.generator, params.model, params.temperature,

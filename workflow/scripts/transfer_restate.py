@@ -8,7 +8,8 @@ from rubriclab.transfer.pipeline import model_client, restate_expert_rubrics, wr
 configure_logging(snakemake.log[0])
 params = snakemake.params
 examples = pd.read_csv(snakemake.input.examples, keep_default_na=False)
-client, ask = model_client(snakemake.config, snakemake.output.ledger, "transfer_restate")
+client, ask = model_client(snakemake.config, snakemake.output.ledger, "transfer_restate",
+                           role="restater")
 with client:
     expert = restate_expert_rubrics(examples, params.model, params.temperature, ask)
 for flag in expert["flags"]:

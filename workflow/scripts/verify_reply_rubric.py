@@ -8,7 +8,8 @@ configure_logging(snakemake.log[0])
 trials = pd.read_csv(snakemake.input.trials, keep_default_na=False)
 config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
 rows = []
-with LLMClient(config, ledger=Ledger(snakemake.output.ledger, rule="verify_reply_rubric")) as client:
+with LLMClient(config, ledger=Ledger(snakemake.output.ledger, rule="verify_reply_rubric"),
+               role="judge") as client:
     # Correctness is the gate: only replies of trials the verifier passed are judged.
     for trial in trials[trials["verifier_passed"].astype(str) == "True"].itertuples(index=False):
         grade = grade_reply(client, snakemake.params.judge, trial.final_reply,

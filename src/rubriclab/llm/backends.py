@@ -37,6 +37,17 @@ class RawAnswer:
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float | None
+    finish_reason: str = "stop"
+
+
+class AnswerCutOff(RuntimeError):
+    """The answer stopped at its token budget (finish_reason "length"): never parsed as is."""
+
+    def __init__(self, model: str, max_tokens: int, answer: RawAnswer):
+        shown = repr(answer.text[:60]) if answer.text else "no content"
+        super().__init__(f"model {model!r} used its whole budget of {max_tokens} completion "
+                         f"tokens (finish_reason 'length', {shown})")
+        self.answer = answer
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -108,6 +119,11 @@ class Backends:
             answer = RawAnswer(text, _approx_tokens(messages), _approx_tokens(text), 0.0)
         else:
             answer = await self._complete_with_litellm(request, messages, settings)
+        cut_off = answer.finish_reason == "length"
+        if cut_off and not (answer.text.strip() and get_format(request.response_format).free_text):
+            # A structured answer cut off is incomplete, and an empty one spent its budget
+            # thinking: both need a larger budget, not the same request again.
+            raise AnswerCutOff(request.model, request.max_tokens, answer)
         if not answer.text.strip():
             raise EmptyAnswer(f"model {request.model!r} returned an empty answer")
         return answer
@@ -117,12 +133,18 @@ class Backends:
         kwargs: dict[str, Any] = {
             "model": request.model,
             "messages": messages,
-            "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "timeout": settings.timeout_s,
             "num_retries": 0,  # retries are ours: bounded, logged, and around empty answers too
             "max_retries": 0,
         }
+        if request.temperature is not None:  # None: the provider's default
+            kwargs["temperature"] = request.temperature
+        if request.reasoning_effort is not None:
+            if request.model.startswith("local/"):
+                raise ValueError(f"model {request.model!r} is an embedded llama.cpp model and "
+                                 "takes no reasoning effort (llm.roles sets one for it)")
+            kwargs["reasoning_effort"] = request.reasoning_effort
         if request.top_p is not None:
             kwargs["top_p"] = request.top_p
         if request.stop:
@@ -140,13 +162,15 @@ class Backends:
         else:
             response = await self.litellm.acompletion(**kwargs)
             cost = self._cost(response)
-        text = response.choices[0].message.content or ""
+        choice = response.choices[0]
+        text = choice.message.content or ""
         usage = getattr(response, "usage", None)
         return RawAnswer(
             text=text,
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cost_usd=cost,
+            finish_reason=str(getattr(choice, "finish_reason", None) or "stop"),
         )
 
     def _cost(self, response: Any) -> float | None:

@@ -16,7 +16,9 @@ import random
 import time
 from collections import defaultdict
 
-from .backends import Backends, RawAnswer, is_retryable
+from dataclasses import replace
+
+from .backends import AnswerCutOff, Backends, RawAnswer, is_retryable
 from .cache import CacheBackend, SQLiteCache, make_answer
 from .formats import UnparseableAnswer, get_format
 from .ledger import Ledger
@@ -40,8 +42,9 @@ class _AttemptsExhausted(Exception):
 
 class LLMClient:
     def __init__(self, config: LLMConfig, *, ledger: Ledger | None = None,
-                 cache: CacheBackend | None = None):
+                 cache: CacheBackend | None = None, role: str | None = None):
         self.config = config
+        self.role = role  # the part its models play, unless a request or a run names another
         self.ledger = ledger
         self.cache = cache if cache is not None else SQLiteCache(config.cache_path)
         self.backends = Backends(config)
@@ -63,13 +66,29 @@ class LLMClient:
         get_format(request.response_format)
         return cache_key(request, self.backends.fingerprint(request.model))
 
+    def prepare(self, request: Request, role: str | None = None) -> Request:
+        """The request as it is sent and keyed: its role's reasoning effort (unless it sets one
+        itself) and its model's room for reasoning added to the answer budget."""
+        role = request.role or role or self.role
+        effort = request.reasoning_effort
+        if effort is None:
+            effort = self.config.role_settings_for(role, request.model).reasoning_effort
+        room = self.config.settings_for(request.model).reasoning_tokens
+        if (role, effort, room) == (request.role, request.reasoning_effort, 0):
+            return request
+        return replace(request, role=role, reasoning_effort=effort,
+                       max_tokens=request.max_tokens + room)
+
     def run(self, requests: list[Request], label: str = "model calls",
-            raise_on_failure: bool = True) -> list[Completion]:
+            raise_on_failure: bool = True, role: str | None = None) -> list[Completion]:
         """Answer every request, in order. Unparseable answers come back as such, never guessed.
 
-        With `raise_on_failure`, requests that failed after all retries raise ModelCallsFailed
-        once the whole batch is done (so every other answer is already cached).
+        `role` (judge, reviser, ...) selects the settings of `llm.roles` for requests that do
+        not name a role of their own. With `raise_on_failure`, requests that failed after all
+        retries raise ModelCallsFailed once the whole batch is done (so every other answer is
+        already cached).
         """
+        requests = [self.prepare(r, role) for r in requests]
         completions = asyncio.run(self._run(requests, label))
         failed = [c for c in completions if c.outcome == "failed"]
         if failed and raise_on_failure:
@@ -141,13 +160,32 @@ class LLMClient:
         fmt = get_format(request.response_format)
         messages = request.message_dicts()
         started = time.monotonic()
-        attempts = reasks = prompt_tokens = completion_tokens = 0
+        attempts = reasks = doublings = prompt_tokens = completion_tokens = 0
         cost: float | None = 0.0
         text = error = ""
+        sent = request
         while True:
             try:
-                raw, used = await self._attempt(request, messages, settings)
+                raw, used = await self._attempt(sent, messages, settings)
             except _AttemptsExhausted as exhausted:
+                if isinstance(exhausted.cause, AnswerCutOff):
+                    attempts += exhausted.attempts
+                    cut = exhausted.cause.answer
+                    prompt_tokens += cut.prompt_tokens
+                    completion_tokens += cut.completion_tokens
+                    cost = None if cost is None or cut.cost_usd is None else cost + cut.cost_usd
+                    if doublings < settings.budget_doublings:
+                        doublings += 1
+                        sent = replace(sent, max_tokens=sent.max_tokens * 2)
+                        log.info("%s: answer cut off at its budget; asking again with %d tokens",
+                                 request.model, sent.max_tokens)
+                        continue
+                    error = f"AnswerCutOff: {exhausted.cause}"
+                    log.warning("request to %s failed: %s", request.model, error)
+                    return Completion(request=request, key=key, outcome="failed", text="",
+                                      usage=Usage(prompt_tokens, completion_tokens),
+                                      cost_usd=cost, latency_s=time.monotonic() - started,
+                                      attempts=attempts, reasks=reasks, error=error)
                 attempts += exhausted.attempts
                 error = f"{type(exhausted.cause).__name__}: {exhausted.cause}"
                 log.warning("request to %s failed: %s", request.model, error)

@@ -21,6 +21,9 @@ class ResponseFormat:
     reask_instruction: str
     # GBNF grammar that makes a llama.cpp model unable to answer outside the format.
     gbnf_grammar: str | None = None
+    # Free text whose budget is its length limit: an answer cut off by the budget is kept (a
+    # structured answer cut off is incomplete and is asked again with a larger budget).
+    free_text: bool = False
 
 
 _YES_NO = re.compile(r"^\s*(yes|no)\s*[.!]?\s*$", re.IGNORECASE)
@@ -45,6 +48,7 @@ FORMATS: dict[str, ResponseFormat] = {
         name="text",
         parse=parse_text,
         reask_instruction="Please answer the request above.",
+        free_text=True,
     ),
     "yes_no": ResponseFormat(
         name="yes_no",

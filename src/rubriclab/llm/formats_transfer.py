@@ -328,6 +328,7 @@ TRANSFER_FORMATS: dict[str, ResponseFormat] = {
         name=RESPONSE_FORMAT,
         parse=parse_response,
         reask_instruction="Your answer was empty. Write the response itself, and nothing else.",
+        free_text=True,
     ),
 }
 for _n in range(1, MAX_CRITERIA + 1):

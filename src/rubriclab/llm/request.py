@@ -8,6 +8,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 CACHE_KEY_VERSION = 1
+# litellm's reasoning_effort values (mapped per provider: OpenAI reasoning_effort, Anthropic
+# thinking budgets, Gemini thinking config).
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+# Fields added after key version 1: left out of the key at their default, so every entry made
+# before they existed keeps its key.
+_KEYED_WHEN_SET = ("reasoning_effort",)
 
 Outcome = Literal["ok", "unparseable", "failed"]
 
@@ -23,17 +29,24 @@ class Request:
     """Every field here can change what the model answers, so every field is in the cache key.
 
     Settings that cannot change the answer (timeouts, retry counts, re-ask budget, API keys,
-    endpoints) live in `ModelSettings` instead and never reach the key.
+    endpoints) live in `ModelSettings` instead and never reach the key. The one exception is
+    `role`: it names the part a model plays (judge, reviser, ...), which selects settings that
+    `LLMClient` writes into the key fields (reasoning effort, answer budget) before keying.
+
+    `temperature=None` sends no temperature (the provider's default); `reasoning_effort=None`
+    sends none (the model's default).
     """
 
     model: str
     messages: tuple[Message, ...]
-    temperature: float = 0.0
+    temperature: float | None = 0.0
     max_tokens: int = 16
     response_format: str = "text"
     sample_index: int = 0
     top_p: float | None = None
     stop: tuple[str, ...] | None = None
+    reasoning_effort: str | None = None
+    role: str | None = None
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -44,6 +57,9 @@ class Request:
             raise ValueError(f"Request.sample_index must be >= 0, got {self.sample_index}")
         if self.max_tokens <= 0:
             raise ValueError(f"Request.max_tokens must be > 0, got {self.max_tokens}")
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise ValueError(f"Request.reasoning_effort must be one of {list(REASONING_EFFORTS)} "
+                             f"or None, got {self.reasoning_effort!r}")
 
     @classmethod
     def chat(cls, model: str, messages: list[dict[str, str]], **fields: Any) -> Request:
@@ -61,6 +77,10 @@ class Request:
 def cache_key(request: Request, model_fingerprint: str) -> str:
     """sha256 over every output-changing field of the request and the model's fingerprint."""
     payload = asdict(request)
+    del payload["role"]  # selects settings; the settings it selects are fields of their own
+    for name in _KEYED_WHEN_SET:
+        if payload[name] is None:
+            del payload[name]
     payload["messages"] = [[m["role"], m["content"]] for m in payload["messages"]]
     payload["model_fingerprint"] = model_fingerprint
     payload["cache_key_version"] = CACHE_KEY_VERSION

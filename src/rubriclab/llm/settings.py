@@ -27,6 +27,28 @@ class ModelSettings:
     # Threads for an in-process llama.cpp model.
     n_threads: int | None = None
     n_ctx: int = 4096
+    # Room for a reasoning model's thinking, added to every answer budget (max_tokens) this
+    # model is sent. It changes the request, so it enters the cache key through max_tokens.
+    reasoning_tokens: int = 0
+    # An answer cut off by its budget (finish_reason "length") is asked again with twice the
+    # budget, at most this many times, then counted as failed; it is never parsed.
+    budget_doublings: int = 2
+
+
+@dataclass(frozen=True)
+class RoleSettings:
+    """What a role (judge, reviser, ...) asks of a model besides its prompt: part of the key."""
+
+    reasoning_effort: str | None = None
+
+
+def _role_settings(values: dict[str, Any], where: str) -> RoleSettings:
+    known = {f.name for f in fields(RoleSettings)}
+    unknown = set(values) - known
+    if unknown:
+        raise ValueError(f"{where}: unknown role setting(s) {sorted(unknown)}; known: "
+                         f"{sorted(known)}")
+    return RoleSettings(**values)
 
 
 @dataclass(frozen=True)
@@ -37,6 +59,8 @@ class LLMConfig:
     progress_interval_s: float = 5.0
     # Where assembled GGUF files live; default <cache_dir>/models (RUBRICLAB_MODELS_DIR overrides).
     models_dir_override: Path | None = None
+    # role -> model (None: every model of the role) -> its settings.
+    roles: dict[str, dict[str | None, RoleSettings]] = field(default_factory=dict)
 
     @property
     def cache_path(self) -> Path:
@@ -51,6 +75,10 @@ class LLMConfig:
 
     def settings_for(self, model: str) -> ModelSettings:
         return self.per_model.get(model, self.defaults)
+
+    def role_settings_for(self, role: str | None, model: str) -> RoleSettings:
+        by_model = self.roles.get(role or "", {})
+        return by_model.get(model) or by_model.get(None) or RoleSettings()
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None, cache_dir: str | Path | None = None) -> LLMConfig:
@@ -73,10 +101,20 @@ class LLMConfig:
             model: settings(defaults, values or {}, f"llm.per_model[{model!r}]")
             for model, values in (raw.get("per_model") or {}).items()
         }
+        roles: dict[str, dict[str | None, RoleSettings]] = {}
+        for role, values in (raw.get("roles") or {}).items():
+            values = dict(values or {})
+            models = values.pop("per_model", None) or {}
+            base = _role_settings(values, f"llm.roles.{role}")
+            roles[role] = {None: base}
+            for model, own in models.items():
+                roles[role][model] = _role_settings({**vars(base), **(own or {})},
+                                                    f"llm.roles.{role}.per_model[{model!r}]")
         chosen = os.environ.get("RUBRICLAB_CACHE") or cache_dir or raw.get("cache_dir")
         return cls(
             cache_dir=Path(chosen) if chosen else DEFAULT_CACHE_DIR,
             defaults=defaults,
             per_model=per_model,
             progress_interval_s=float(raw.get("progress_interval_s", 5.0)),
+            roles=roles,
         )

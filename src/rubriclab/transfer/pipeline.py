@@ -369,7 +369,8 @@ def match_rubrics(examples: pd.DataFrame, expert: Mapping[str, list[str]],
             for e, exp_text in enumerate(exp_criteria):
                 requests.append(Request.chat(model, similarity_messages(exp_text, gen_text),
                                              temperature=temperature, max_tokens=4,
-                                             response_format=SIMILARITY_FORMAT))
+                                             response_format=SIMILARITY_FORMAT,
+                                             role="similarity"))
                 keys.append(("similarity", example_id, g, e))
         for framing in framings:
             if framing not in FRAMINGS:
@@ -425,12 +426,13 @@ def read_responses(path) -> pd.DataFrame:
     return table
 
 
-def model_client(snakemake_config: Mapping, ledger_path, rule: str):
-    """An LLMClient with a ledger, and the `ask` callable the stages take."""
+def model_client(snakemake_config: Mapping, ledger_path, rule: str, role: str):
+    """An LLMClient with a ledger, for models playing `role` (see llm.roles), and the `ask`
+    callable the stages take."""
     from rubriclab.llm import Ledger, LLMClient, LLMConfig
 
     config = LLMConfig.from_dict(snakemake_config["llm"], cache_dir=snakemake_config["cache_dir"])
-    client = LLMClient(config, ledger=Ledger(ledger_path, rule=rule))
+    client = LLMClient(config, ledger=Ledger(ledger_path, rule=rule), role=role)
 
     def ask(requests: list[Request], label: str) -> list:
         return client.run(requests, label=label) if requests else []
