@@ -341,6 +341,30 @@ def test_panel_physician_discrimination_degradation(analysed):
     assert row["estimate"] == pytest.approx(1 / 6)
 
 
+def test_a_response_with_every_criterion_undetermined_is_counted_and_left_out():
+    """The judge's votes split on every criterion of one panel response, of e2's degraded
+    response and of the physician response: no crash, each left out of what it would inform."""
+    overrides = {(orig("e2", "q"), "expert"): [-1, -1, -1],
+                 ("e2|degraded|m", "expert"): [-1, -1, -1],
+                 ("e1|physician", "g"): [-1, -1]}
+    inputs = build_inputs(overrides=overrides)
+    stats = A.analyse(inputs)["stats"]
+    # panel: e2 has no full ranking and is left out: the mean is e1's rho, 1
+    assert stats_row(stats, "panel_spearman", "g", panel="panel3")["estimate"] == \
+        pytest.approx(1.0)
+    # degradation: e2 left out, e1's drop 1/3 remains
+    assert stats_row(stats, "degradation_drop", "expert", response_model=M)["estimate"] == \
+        pytest.approx(1 / 3)
+    # discrimination of g: e1's physician response is left out, so no example is left
+    assert math.isnan(stats_row(stats, "discrimination", "g", response_model=M)["estimate"])
+    # discrimination of expert still rests on e1 (its physician verdicts are determined)
+    assert stats_row(stats, "discrimination", "expert", response_model=M)["estimate"] == 1.0
+    uses = {entry["use"] for entry in inputs.undetermined}
+    assert {"panel: response left out", "panel panel3: example left out",
+            "degradation: response left out", "physician: response left out",
+            "discrimination: response left out"} <= uses
+
+
 def test_similarity_by_criterion_and_tables_a6_a7(analysed):
     inputs, out = analysed
     by = A.similarity_by_criterion(A.Lookup(build_inputs()), "g")

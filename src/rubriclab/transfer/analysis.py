@@ -77,12 +77,19 @@ class Lookup:
                              "was it judged?") from None
 
     def frac(self, response_id: str, rubric: str, use: str) -> float:
+        """The share of determined criteria the response passes; NaN when none is determined
+        (the caller leaves the response out of `use`, and the table of undetermined verdicts
+        says so)."""
         vector = self.vector(response_id, rubric)
         determined = vector != UNDETERMINED
         if not determined.all():
             self.inputs.undetermined.append(dict(use=use, response_id=response_id, rubric=rubric,
                                                  n=int((~determined).sum())))
-        return float(vector[determined].mean()) if determined.any() else np.nan
+        if not determined.any():
+            self.inputs.undetermined.append(dict(use=f"{use}: response left out",
+                                                 response_id=response_id, rubric=rubric, n=0))
+            return np.nan
+        return float(vector[determined].mean())
 
 
 # --- interventional transfer ----------------------------------------------------------------
@@ -233,31 +240,57 @@ def existing_statistics(look: Lookup) -> dict[tuple, object]:
                                       for e, m in matrices.items() if m is not None},
                               "framing", "framing", generator, framing, examples)
         for panel, responders in inputs.panels.items():
-            rows = [dict(example_id=e, response_model=r,
-                         generated_frac=look.frac(_responder_id(e, r), generator, "panel"),
-                         expert_frac=look.frac(_responder_id(e, r), EXPERT, "panel"))
-                    for e in examples for r in responders]
-            records = baselines.panel_records(pd.DataFrame(rows))
+            rows = pd.DataFrame([
+                dict(example_id=e, response_model=r,
+                     generated_frac=look.frac(_responder_id(e, r), generator, "panel"),
+                     expert_frac=look.frac(_responder_id(e, r), EXPERT, "panel"))
+                for e in examples for r in responders])
+            # Algorithm 3 ranks all K responses of an example: an example with a response
+            # whose criteria are all undetermined has no full ranking and is left out.
+            unranked = rows.loc[rows[["generated_frac", "expert_frac"]].isna().any(axis=1),
+                                "example_id"].unique()
+            for example in unranked:
+                inputs.undetermined.append(dict(use=f"panel {panel}: example left out",
+                                                response_id=example, rubric=generator, n=0))
+            ranked = rows[~rows["example_id"].isin(unranked)]
+            records = (baselines.panel_records(ranked) if len(ranked)
+                       else pd.DataFrame(columns=baselines.PANEL_COLUMNS))
+            records = records.reindex(examples)
             for column, metric in (("spearman", "spearman"), ("kendall_tau_b", "kendall_tau_b"),
                                    ("top1", "top1"), ("pairwise_accuracy", "pairwise")):
                 stats[("existing", f"panel_{metric}", generator, "", "", panel)] = \
                     baselines.mean_statistic(records[column], examples)
-        physician = _physician_scores(look, generator)
-        stats[("existing", "physician_spearman", generator, "", "", "")] = \
-            baselines.physician_correlation_statistic(physician, examples)
+        physician = _determined(_physician_scores(look, generator))
+        stats[("existing", "physician_spearman", generator, "", "", "")] = (
+            baselines.physician_correlation_statistic(physician, examples) if len(physician)
+            else _undefined)
     for rubric in [*inputs.generators, EXPERT]:
-        scores = _discrimination_scores(look, rubric)
+        scores = _determined(_discrimination_scores(look, rubric))
         records = baselines.discrimination_records(scores) if len(scores) else pd.Series(dtype=float)
         stats[("existing", "discrimination", rubric, "", inputs.degrader, "")] = \
             baselines.mean_statistic(records, examples, allow_absent=True)
     for model in inputs.degradation_models:
-        rows = [dict(example_id=e,
-                     original_frac=look.frac(original_id(e, model), EXPERT, "degradation"),
-                     degraded_frac=look.frac(degraded_id(e, model), EXPERT, "degradation"))
-                for e in examples]
+        rows = _determined(pd.DataFrame(
+            [dict(example_id=e,
+                  original_frac=look.frac(original_id(e, model), EXPERT, "degradation"),
+                  degraded_frac=look.frac(degraded_id(e, model), EXPERT, "degradation"))
+             for e in examples], columns=["example_id", "original_frac", "degraded_frac"]))
+        records = (baselines.degradation_records(rows) if len(rows)
+                   else pd.Series(dtype=float))
         stats[("degradation", "degradation_drop", EXPERT, "", model, "")] = \
-            baselines.mean_statistic(baselines.degradation_records(pd.DataFrame(rows)), examples)
+            baselines.mean_statistic(records, examples, allow_absent=True)
     return stats
+
+
+def _undefined(indices: np.ndarray) -> None:
+    """A statistic with no example to rest on: undefined on every draw."""
+    return None
+
+
+def _determined(scores: pd.DataFrame) -> pd.DataFrame:
+    """Rows whose every fraction is defined (Lookup.frac has counted the others)."""
+    fractions = [c for c in scores.columns if c.endswith("_frac")]
+    return scores.dropna(subset=fractions).reset_index(drop=True)
 
 
 def _responder_id(example_id: str, responder: str) -> str:
