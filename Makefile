@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 WHEELHOUSE ?= $(HOME)/.cache/rubriclab/wheels/llama-cpp-python-$(LLAMA_CPP_VERSION)-avx2
 STAMP := $(VENV)/.installed
 
-.PHONY: reproduce test report dry-run-paper install clean-outputs
+.PHONY: reproduce test report dry-run-paper rehearse install clean-outputs
 
 reproduce: $(STAMP)
 	$(VENV)/bin/snakemake --cores $(CORES)
@@ -24,6 +24,14 @@ report: $(STAMP)
 
 dry-run-paper: $(STAMP)
 	$(VENV)/bin/snakemake -n --configfile config/paper.yaml
+
+# The paper-scale run through litellm's real HTTP path, offline: every model of
+# config/paper.yaml answered by a loopback server with providers' faults (rubriclab.rehearsal).
+REHEARSAL_DATA ?= $(or $(RUBRICLAB_DATA_MIRROR),../shared/data)
+REHEARSAL_DIR ?= rehearsal
+rehearse: $(STAMP)
+	$(VENV)/bin/python -m rubriclab.rehearsal --configfile config/paper.yaml \
+		--workdir $(REHEARSAL_DIR) --cores $(CORES) --data-mirror $(REHEARSAL_DATA) --expect paper
 
 install: $(STAMP)
 

@@ -1,3 +1,5 @@
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -8,7 +10,7 @@ min_version("9.0")
 # only when no --configfile is given. --config KEY=VALUE applies on top of either.
 if not workflow.overwrite_configfiles:
 
-    configfile: "config/config.yaml"
+    configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 include: "workflow/rules/common.smk"

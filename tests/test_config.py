@@ -72,3 +72,71 @@ def test_data_mirror_comes_from_the_environment_only_when_config_leaves_it_unset
 def test_unknown_model_setting_in_llm_block_is_named():
     with pytest.raises(ValueError, match=r"llm.per_model\['x/y'\]: unknown model setting"):
         LLMConfig.from_dict({"per_model": {"x/y": {"concurency": 2}}})
+
+
+def _leaves(tree, prefix=()):
+    if isinstance(tree, dict) and tree:
+        for key, value in tree.items():
+            yield from _leaves(value, prefix + (key,))
+    else:
+        yield prefix, tree
+
+
+def _get(tree, path):
+    for key in path:
+        if not isinstance(tree, dict) or key not in tree:
+            return KeyError
+        tree = tree[key]
+    return tree
+
+
+def effective_config(repo, tmp_path, *configfiles):
+    """The config a real `snakemake --configfile ...` run validates (rule effective_config)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-d", str(tmp_path),
+         "--cores", "1", "results/effective_config.yaml",
+         *(["--configfile", *map(str, configfiles)] if configfiles else [])],
+        capture_output=True, text=True, timeout=300, env={
+            k: v for k, v in __import__("os").environ.items() if k != "RUBRICLAB_DATA_MIRROR"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return load_yaml(tmp_path / "results" / "effective_config.yaml")
+
+
+def test_the_paper_config_holds_no_value_that_only_config_yaml_sets(repo, schema, embedded,
+                                                                     tmp_path):
+    paper = load_yaml(repo / "config" / "paper.yaml")
+    effective = effective_config(repo, tmp_path, repo / "config" / "paper.yaml")
+    assert effective == validate_config(paper, schema)  # paper.yaml over the schema, alone
+    only_embedded = [
+        ".".join(path) for path, value in _leaves(embedded)
+        if _get(paper, path) is KeyError and _get(effective, path) == value
+        and _get(validate_config({"models": {}, "datasets": embedded["datasets"],
+                                  "carry": {"fig2": {}}}, schema), path) != value]
+    assert only_embedded == []
+    # the filters that used to leak from config.yaml into the paper run
+    assert effective["transfer"]["max_criteria"] is None
+    assert effective["transfer"]["max_conversation_chars"] is None
+
+
+def test_a_users_own_config_file_stands_alone_too(repo, embedded, tmp_path):
+    """A copy of config.yaml without two keys: those keys take the schema's defaults, not
+    config.yaml's values."""
+    import yaml
+
+    mine = copy.deepcopy(embedded)
+    del mine["transfer"]["max_criteria"]
+    del mine["llm"]["per_model"]
+    own = tmp_path / "mine.yaml"
+    own.write_text(yaml.safe_dump(mine))
+    effective = effective_config(repo, tmp_path, own)
+    assert effective["transfer"]["max_criteria"] is None  # config.yaml says 6
+    assert effective["llm"]["per_model"] == {}            # config.yaml tunes local/default
+    assert effective["transfer"]["max_conversation_chars"] == 600  # still named in mine
+
+
+def test_without_a_configfile_the_embedded_default_is_used(repo, embedded, tmp_path):
+    effective = effective_config(repo, tmp_path)
+    assert effective["transfer"]["max_criteria"] == embedded["transfer"]["max_criteria"] == 6

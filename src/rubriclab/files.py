@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 CHUNK_SIZE = 8 << 20
@@ -28,3 +29,8 @@ def tree_fingerprint(*roots: str | Path, pattern: str = "*") -> str:
             digest.update(str(path.relative_to(root)).encode("utf-8") + b"\0")
             digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
+
+
+def model_slug(model: str) -> str:
+    """A file-name-safe, readable, unique name for a model string (results/... paths)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model) + "-" + hashlib.sha256(model.encode()).hexdigest()[:6]

@@ -8,7 +8,7 @@ from rubriclab.carry.prompts import template_fingerprint as judge_prompt_fingerp
 from rubriclab.transfer.prompts import template_fingerprint as transfer_prompt_fingerprint
 from rubriclab.config import apply_env_overrides, load_yaml, validate_config
 from rubriclab.data.download import dataset_files
-from rubriclab.files import tree_fingerprint
+from rubriclab.files import model_slug, tree_fingerprint
 
 
 _schema = load_yaml(workflow.source_path("../schemas/config.schema.yaml"))
@@ -106,11 +106,6 @@ if JUDGE not in CARRY_JUDGES:
                      f"must be one of them, got {CARRY_JUDGES}")
 GENERATOR = config["models"]["generator"]
 REVISER = config["models"]["reviser"]
-
-
-def model_slug(model):
-    """A file-name-safe, readable, unique name for a model string."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", model) + "-" + hashlib.sha256(model.encode()).hexdigest()[:6]
 
 
 JUDGE_BY_SLUG = {model_slug(model): model for model in CARRY_JUDGES}

@@ -73,6 +73,7 @@ class Backends:
     def __init__(self, config: LLMConfig):
         self.config = config
         self._fingerprints: dict[str, str] = {}
+        self._priced: dict[str, bool] = {}
         self._litellm: Any = None
 
     @property
@@ -161,7 +162,7 @@ class Backends:
             cost: float | None = 0.0
         else:
             response = await self.litellm.acompletion(**kwargs)
-            cost = self._cost(response)
+            cost = self._cost(request.model, response)
         choice = response.choices[0]
         text = choice.message.content or ""
         usage = getattr(response, "usage", None)
@@ -173,7 +174,18 @@ class Backends:
             finish_reason=str(getattr(choice, "finish_reason", None) or "stop"),
         )
 
-    def _cost(self, response: Any) -> float | None:
+    def _cost(self, model: str, response: Any) -> float | None:
+        """The call's price from litellm's price map; None (unknown, never $0) for a model the
+        map does not price (litellm's completion_cost returns 0.0 for some of them)."""
+        if model not in self._priced:
+            try:
+                info = self.litellm.get_model_info(model=model)
+                self._priced[model] = bool(info.get("input_cost_per_token")
+                                           or info.get("output_cost_per_token"))
+            except Exception:  # not in the map
+                self._priced[model] = False
+        if not self._priced[model]:
+            return None
         try:
             return float(self.litellm.completion_cost(completion_response=response))
         except Exception:  # unknown price: reported as such, never as $0

@@ -180,9 +180,12 @@ class LLMClient:
                         log.info("%s: answer cut off at its budget; asking again with %d tokens",
                                  request.model, sent.max_tokens)
                         continue
+                    # Answered, but never within a budget: like an answer never in the
+                    # format, it is counted where it is reported (a rerun would pay again for
+                    # the same cut-off, so it does not stop the job as a failure does).
                     error = f"AnswerCutOff: {exhausted.cause}"
-                    log.warning("request to %s failed: %s", request.model, error)
-                    return Completion(request=request, key=key, outcome="failed", text="",
+                    log.warning("answer of %s unusable: %s", request.model, error)
+                    return Completion(request=request, key=key, outcome="unparseable", text="",
                                       usage=Usage(prompt_tokens, completion_tokens),
                                       cost_usd=cost, latency_s=time.monotonic() - started,
                                       attempts=attempts, reasks=reasks, error=error)

@@ -69,7 +69,7 @@ def fake_answer(request: Request, messages: list[dict[str, str]]) -> str:
         return ""
     if request.response_format == "yes_no":
         return "Yes" if int(digest[:8], 16) % 2 == 0 else "No"
-    structured = _structured_answer(request.response_format, messages, digest)
+    structured = structured_answer(request.response_format, messages, digest)
     if structured is not None:
         return structured
     return f"fake answer {digest[:12]}"
@@ -78,8 +78,8 @@ def fake_answer(request: Request, messages: list[dict[str, str]]) -> str:
 _LISTED_CHECK = re.compile(r"^\[([^\]]+)\] ", re.MULTILINE)
 
 
-def _structured_answer(response_format: str, messages: list[dict[str, str]],
-                       digest: str) -> str | None:
+def structured_answer(response_format: str, messages: list[dict[str, str]],
+                      digest: str) -> str | None:
     """A valid answer in the structured formats, chosen by the digest (fake/hash only)."""
     bits = int(digest, 16)
     if response_format == "scale_1_10":

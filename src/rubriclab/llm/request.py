@@ -103,7 +103,8 @@ class Completion:
     """The answer to one request.
 
     `outcome` is "ok" (parsed), "unparseable" (the model answered but never in the requested
-    format, after the allowed re-asks) or "failed" (no usable answer after the allowed retries).
+    format after the allowed re-asks, or never within its budget after the allowed doublings)
+    or "failed" (no answer after the allowed retries).
     Only "ok" completions are ever cached.
     """
 
