@@ -1,0 +1,349 @@
+"""A loopback server that answers as the providers of config/paper.yaml do, faults included.
+
+It speaks the three wire formats litellm sends for paper.yaml's model strings:
+
+    POST .../chat/completions             OpenAI's, also used by litellm for deepseek/, xai/
+                                          and openrouter/ (OpenAI-compatible providers)
+    POST .../v1/messages                  Anthropic's messages API (anthropic/)
+    POST .../models/<model>:generateContent   Google AI Studio's (gemini/)
+
+and answers every request format of the pipeline (rubriclab.rehearsal.answers), with what real
+providers do now and then (`FaultMix`): latency, 429 with Retry-After, 5xx, a hang past the
+client's timeout, answers in markdown fences, truncated JSON and refusals. Reasoning models
+spend part of the completion budget thinking: a budget too small for the thinking and the
+answer comes back empty with finish_reason "length" (Anthropic refuses a thinking budget not
+below max_tokens, as its API does). It binds 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from .answers import answer
+
+EFFORT_THINKING = {"minimal": 64, "low": 256, "medium": 512, "high": 1024}
+REFUSAL = "I'm sorry, but I can't help with that request."
+_GEMINI_PATH = re.compile(r"/models/([^/:]+):generateContent")
+_JSON_FORMATS = ("verdict_list_", "rubric_", "agent_action", "transfer_rubric",
+                 "transfer_restated", "transfer_match_", "transfer_scores_")
+
+
+@dataclass(frozen=True)
+class FaultMix:
+    """Shares of requests that meet each fault (drawn per request from one seeded stream)."""
+
+    rate_limited: float = 0.02     # 429 with Retry-After
+    server_error: float = 0.01     # 500, 503 or 529 (Anthropic's "overloaded")
+    hang: float = 0.001            # no answer until after the client's timeout
+    fenced: float = 0.01           # a JSON answer wrapped in a markdown code fence
+    truncated: float = 0.005       # a JSON answer cut short (finish_reason "stop")
+    refusal: float = 0.003         # a polite refusal instead of the answer
+    long_think: float = 0.03       # a reasoning model thinks 16 times its usual amount
+    latency_s: tuple[float, float] = (0.0, 0.02)
+    retry_after_s: float = 1.0
+    hang_s: float = 5.0
+
+    @classmethod
+    def none(cls) -> FaultMix:
+        return cls(0, 0, 0, 0, 0, 0, 0, (0.0, 0.0))
+
+
+@dataclass(frozen=True)
+class ReasoningModel:
+    """Thinking tokens spent when no effort is asked for (the provider's default)."""
+
+    default_thinking: int = 384
+
+
+@dataclass
+class Stats:
+    requests: Counter = field(default_factory=Counter)   # by wire format
+    faults: Counter = field(default_factory=Counter)     # by fault
+    formats: Counter = field(default_factory=Counter)    # by inferred response format
+    cut_off: int = 0
+
+
+class RehearsalServer:
+    def __init__(self, *, faults: FaultMix = FaultMix(), seed: int = 0,
+                 reasoning: dict[str, ReasoningModel] | None = None, port: int = 0):
+        self.faults = faults
+        self.reasoning = reasoning or {}
+        self.stats = Stats()
+        self.bodies: list[tuple[str, dict]] = []  # (path, body) of every request, for tests
+        self.keep_bodies = False
+        self._random = random.Random(seed)
+        self._asked: Counter = Counter()
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path == "/stats":
+                    self.reply(200, server.stats_dict())
+                else:
+                    self.reply(404, {"error": {"message": f"no such path {self.path}"}})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except json.JSONDecodeError:
+                    self.reply(400, {"error": {"message": "body is not JSON"}})
+                    return
+                status, payload, headers = server.handle(self.path, body)
+                if status is None:  # a hang: the client has given up by now
+                    self.close_connection = True
+                    return
+                self.reply(status, payload, headers)
+
+            def reply(self, status: int, payload: dict, headers: dict | None = None) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def start(self) -> RehearsalServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> RehearsalServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stats_dict(self) -> dict:
+        with self._lock:
+            return {"requests": dict(self.stats.requests), "faults": dict(self.stats.faults),
+                    "formats": dict(self.stats.formats), "cut_off": self.stats.cut_off,
+                    "fault_mix": asdict(self.faults)}
+
+    # --- one request ---------------------------------------------------------------------
+
+    def handle(self, path: str, body: dict) -> tuple[int | None, dict, dict]:
+        wire = _wire(path)
+        if wire is None:
+            return 404, {"error": {"message": f"no such path {path}"}}, {}
+        gemini_model = _GEMINI_PATH.search(path)
+        request = _read_request(wire, body, gemini_model.group(1) if gemini_model else "")
+        with self._lock:
+            self.stats.requests[wire] += 1
+            if self.keep_bodies:
+                self.bodies.append((path, body))
+            draw = self._random.random()
+            latency = self._random.uniform(*self.faults.latency_s)
+            long_think = self._random.random() < self.faults.long_think
+            fault = self._fault(draw)
+            if fault:
+                self.stats.faults[fault] += 1
+        time.sleep(latency)
+        if fault == "hang":
+            time.sleep(self.faults.hang_s)
+            return None, {}, {}
+        if fault == "rate_limited":
+            return _error(wire, 429, "rate limit reached, retry later",
+                          {"Retry-After": str(self.faults.retry_after_s)})
+        if fault == "server_error":
+            status = (500, 503, 529)[int(draw * 1e6) % 3]
+            return _error(wire, status, "the server had an error processing your request")
+        refused = _refused(wire, request)
+        if refused:
+            return refused
+        with self._lock:
+            nth = self._asked[(request["model"], json.dumps(request["messages"]))]
+            self._asked[(request["model"], json.dumps(request["messages"]))] += 1
+        response_format, text = answer(request["messages"], request["model"], nth)
+        if fault == "refusal":
+            text = REFUSAL
+        elif fault == "fenced" and response_format.startswith(_JSON_FORMATS):
+            text = f"```json\n{text}\n```"
+        elif fault == "truncated" and response_format.startswith(_JSON_FORMATS):
+            text = text[:max(1, len(text) // 2)]
+        answer_tokens = max(1, len(text) // 4)
+        thinking = self._thinking(request, 16 if long_think else 1)
+        budget = request["max_tokens"]
+        finish = "stop"
+        if thinking + answer_tokens > budget:
+            finish = "length"
+            if thinking >= budget:
+                text, thinking = "", budget
+            else:
+                text = text[:4 * (budget - thinking)]
+            with self._lock:
+                self.stats.cut_off += 1
+        with self._lock:
+            self.stats.formats[response_format] += 1
+        completion = (answer_tokens if finish == "stop" else budget - thinking) + thinking
+        prompt_tokens = max(1, sum(len(m["content"]) for m in request["messages"]) // 4)
+        return 200, _reply(wire, request["model"], text, finish, prompt_tokens, completion,
+                           thinking), {}
+
+    def _fault(self, draw: float) -> str:
+        mix, edge = self.faults, 0.0
+        for name in ("rate_limited", "server_error", "hang", "fenced", "truncated", "refusal"):
+            edge += getattr(mix, name)
+            if draw < edge:
+                return name
+        return ""
+
+    def _thinking(self, request: dict, factor: int) -> int:
+        """Tokens spent thinking: by effort (or the model's default), at most a declared budget."""
+        model = self.reasoning.get(request["model"])
+        if request["effort"]:
+            usual = EFFORT_THINKING[request["effort"]]
+        elif request["thinking_budget"] is not None:
+            usual = EFFORT_THINKING["medium"]
+        else:
+            usual = model.default_thinking if model else 0
+        thinking = usual * factor
+        if request["thinking_budget"] is not None:  # Anthropic and Gemini: a budget was set
+            thinking = min(thinking, request["thinking_budget"])
+        return thinking
+
+
+# --- wire formats ---------------------------------------------------------------------------
+
+def _wire(path: str) -> str | None:
+    path = path.split("?", 1)[0]
+    if path.endswith("/chat/completions"):
+        return "openai"
+    if path.endswith("/v1/messages"):
+        return "anthropic"
+    if _GEMINI_PATH.search(path):
+        return "gemini"
+    return None
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
+
+
+def _read_request(wire: str, body: dict, gemini_model: str) -> dict:
+    """model, messages (role/content), max_tokens, effort, thinking_budget, temperature."""
+    if wire == "openai":
+        messages = [{"role": m["role"], "content": _text_of(m.get("content"))}
+                    for m in body.get("messages", [])]
+        return dict(model=body.get("model", ""), messages=messages,
+                    max_tokens=int(body.get("max_completion_tokens") or body.get("max_tokens")
+                                   or 4096),
+                    effort=body.get("reasoning_effort"), thinking_budget=None,
+                    temperature=body.get("temperature"))
+    if wire == "anthropic":
+        system = body.get("system")
+        messages = ([{"role": "system", "content": _text_of(system)}] if system else [])
+        messages += [{"role": m["role"], "content": _text_of(m.get("content"))}
+                     for m in body.get("messages", [])]
+        thinking = body.get("thinking") or {}
+        budget = thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None
+        return dict(model=body.get("model", ""), messages=messages,
+                    max_tokens=int(body.get("max_tokens") or 0), effort=None,
+                    thinking_budget=budget, temperature=body.get("temperature"))
+    system = body.get("system_instruction") or body.get("systemInstruction") or {}
+    messages = ([{"role": "system", "content": _text_of(system.get("parts"))}]
+                if system else [])
+    for turn in body.get("contents", []):
+        role = "assistant" if turn.get("role") == "model" else "user"
+        messages.append({"role": role, "content": _text_of(turn.get("parts"))})
+    config = body.get("generationConfig") or body.get("generation_config") or {}
+    thinking = config.get("thinkingConfig") or config.get("thinking_config") or {}
+    budget = thinking.get("thinkingBudget", thinking.get("thinking_budget"))
+    return dict(model=gemini_model, messages=messages,
+                max_tokens=int(config.get("max_output_tokens") or config.get("maxOutputTokens")
+                               or 8192),
+                effort=None, thinking_budget=budget, temperature=config.get("temperature"))
+
+
+def _refused(wire: str, request: dict) -> tuple[int, dict, dict] | None:
+    """The requests a provider refuses outright, as its API does."""
+    if wire == "anthropic":
+        budget = request["thinking_budget"]
+        if not request["max_tokens"]:
+            return _error(wire, 400, "max_tokens: Field required")
+        if budget is not None and budget >= request["max_tokens"]:
+            return _error(wire, 400, "`max_tokens` must be greater than "
+                                     "`thinking.budget_tokens`")
+        if budget is not None and request["temperature"] not in (None, 1, 1.0):
+            return _error(wire, 400, "`temperature` may only be set to 1 when thinking is "
+                                     "enabled")
+    return None
+
+
+def _error(wire: str, status: int, message: str,
+           headers: dict | None = None) -> tuple[int, dict, dict]:
+    if wire == "anthropic":
+        kind = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error"}
+        return status, {"type": "error", "error": {"type": kind.get(status, "api_error"),
+                                                   "message": message}}, headers or {}
+    if wire == "gemini":
+        return status, {"error": {"code": status, "message": message,
+                                  "status": "RESOURCE_EXHAUSTED" if status == 429 else
+                                  "INTERNAL"}}, headers or {}
+    return status, {"error": {"message": message, "type": "server_error" if status >= 500
+                              else "rate_limit_error" if status == 429
+                              else "invalid_request_error"}}, headers or {}
+
+
+def _reply(wire: str, model: str, text: str, finish: str, prompt_tokens: int,
+           completion_tokens: int, thinking: int) -> dict:
+    if wire == "anthropic":
+        content = ([{"type": "thinking", "thinking": "(rehearsal thinking)",
+                     "signature": "rehearsal"}] if thinking else [])
+        if text:
+            content.append({"type": "text", "text": text})
+        return {"id": "msg_rehearsal", "type": "message", "role": "assistant", "model": model,
+                "content": content, "stop_reason": "max_tokens" if finish == "length"
+                else "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens}}
+    if wire == "gemini":
+        parts = ([{"text": "(rehearsal thinking)", "thought": True}] if thinking else [])
+        if text:
+            parts.append({"text": text})
+        return {"candidates": [{"content": {"role": "model", "parts": parts},
+                                "finishReason": "MAX_TOKENS" if finish == "length" else "STOP",
+                                "index": 0}],
+                "usageMetadata": {"promptTokenCount": prompt_tokens,
+                                  "candidatesTokenCount": completion_tokens - thinking,
+                                  "thoughtsTokenCount": thinking,
+                                  "totalTokenCount": prompt_tokens + completion_tokens},
+                "modelVersion": model}
+    return {"id": "chatcmpl-rehearsal", "object": "chat.completion", "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "finish_reason": finish,
+                         "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens,
+                      "completion_tokens_details": {"reasoning_tokens": thinking}}}

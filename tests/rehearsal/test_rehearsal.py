@@ -1,0 +1,106 @@
+"""The reduced rehearsal: config/paper.yaml's models, roles and budgets at small sizes, every
+call through litellm's HTTP path to the loopback server with its fault mix (make rehearse runs
+the same at full paper size)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from rubriclab.rehearsal.run import PLACEHOLDER_KEYS, RehearsalFailed, expected_sizes, rehearse
+from rubriclab.rehearsal.server import FaultMix
+
+pytestmark = pytest.mark.pipeline
+
+REPO = Path(__file__).resolve().parents[2]
+PAPER = REPO / "config" / "paper.yaml"
+REDUCED = Path(__file__).with_name("reduced.yaml")
+
+
+@pytest.fixture(scope="module")
+def rehearsed(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("rehearsal")
+    # Faults several times as frequent as the default mix, so a small run meets each of them.
+    faults = FaultMix(rate_limited=0.04, server_error=0.03, hang=0.004, fenced=0.03,
+                      truncated=0.02, refusal=0.01, long_think=0.05, retry_after_s=0.2,
+                      hang_s=2.5)
+    report = rehearse([PAPER, REDUCED], workdir, cores=2,
+                      data_mirror=str((REPO / ".." / "shared" / "data").resolve()),
+                      expect_paper=False, faults=faults)
+    return workdir, report
+
+
+def test_the_run_holds_the_sizes_its_config_names(rehearsed):
+    workdir, report = rehearsed
+    assert report["measured"] == report["expected"]
+    # paper.yaml's model lists, whole: three carry judges, the eight-model panel
+    assert report["expected"]["carry_judges"] == 3 and report["expected"]["panel"] == 8
+    assert report["expected"]["recon_environments"] == 2
+    assert report["expected"]["transfer_examples"] == 3
+
+
+def test_every_wire_format_and_every_fault_was_met(rehearsed):
+    _, report = rehearsed
+    server = report["server"]
+    assert set(server["requests"]) == {"openai", "anthropic", "gemini"}
+    assert set(server["faults"]) == {"rate_limited", "server_error", "hang", "fenced",
+                                     "truncated", "refusal"}
+    assert server["cut_off"] > 0
+
+
+def test_faults_cost_retries_and_re_asks_not_answers(rehearsed):
+    workdir, report = rehearsed
+    ledger = report["ledger"]
+    assert ledger["outcomes"].get("failed", 0) == 0
+    assert ledger["attempts"] > ledger["requests"] - ledger["cached"]  # retries happened
+    assert ledger["reasks"] > 0
+    # the requests the ledger saw uncached all reached the server at least once
+    assert sum(report["server"]["requests"].values()) >= ledger["requests"] - ledger["cached"]
+
+
+def test_the_paper_roles_reached_the_providers(rehearsed):
+    workdir, _ = rehearsed
+    effective = yaml.safe_load((workdir / "results" / "effective_config.yaml").read_text())
+    assert effective["llm"]["roles"]["transfer_judge"]["reasoning_effort"] == "medium"
+    assert effective["transfer"]["temperature"] is None
+    # Table A.3's filters come from paper.yaml and the reduced file only, not config.yaml
+    assert effective["transfer"]["max_conversation_chars"] is None
+
+
+def test_no_placeholder_key_reaches_an_output(rehearsed):
+    workdir, _ = rehearsed
+    for folder in ("results", "figures", "logs"):
+        for path in (workdir / folder).rglob("*"):
+            if path.is_file() and path.suffix in (".csv", ".md", ".json", ".jsonl", ".log",
+                                                  ".yaml"):
+                assert "rehearsal-placeholder" not in path.read_text(errors="replace"), path
+
+
+def test_expected_sizes_read_the_effective_config():
+    effective = {"carry": {"recon": {"environments": None}, "judges": None},
+                 "models": {"judge": "x/j"},
+                 "transfer": {"n_examples": None, "panel": ["a", "b@1"]},
+                 "datasets": {"healthbench": {"per_theme": 15, "themes": list("abcdefg")}},
+                 "verify": {"trials": 500}}
+    assert expected_sizes(effective) == {"recon_environments": 12, "carry_judges": 1,
+                                         "transfer_examples": 105, "panel": 2,
+                                         "verify_trials": 500}
+
+
+def test_a_provider_the_server_does_not_speak_is_named_before_the_run(tmp_path):
+    config = tmp_path / "odd.yaml"
+    config.write_text(yaml.safe_dump({"models": {"judge": "bedrock/some-model"}}))
+    with pytest.raises(RehearsalFailed, match="bedrock/some-model"):
+        rehearse([PAPER, config], tmp_path / "run", cores=1, data_mirror=str(tmp_path),
+                 expect_paper=False, faults=FaultMix.none())
+
+
+def test_placeholder_keys_cover_every_provider_of_paper_yaml():
+    from rubriclab.rehearsal.run import merged_config, model_strings, provider
+
+    providers = {provider(m) for m in model_strings(merged_config([PAPER]))}
+    assert {f"{p.upper()}_API_KEY" for p in providers} <= set(PLACEHOLDER_KEYS)
