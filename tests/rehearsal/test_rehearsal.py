@@ -62,6 +62,14 @@ def test_faults_cost_retries_and_re_asks_not_answers(rehearsed):
     assert sum(report["server"]["requests"].values()) >= ledger["requests"] - ledger["cached"]
 
 
+def test_verify_grades_the_replies_of_passing_trials(rehearsed):
+    workdir, _ = rehearsed
+    trials = pd.read_csv(workdir / "results" / "verify" / "trials.csv", keep_default_na=False)
+    graded = (workdir / "results" / "ledger" / "verify_reply_rubric.jsonl").read_text()
+    assert (trials["verifier_passed"].astype(str) == "True").any()
+    assert len(graded.splitlines()) > 0
+
+
 def test_the_paper_roles_reached_the_providers(rehearsed):
     workdir, _ = rehearsed
     effective = yaml.safe_load((workdir / "results" / "effective_config.yaml").read_text())

@@ -97,15 +97,25 @@ def answer(messages: list[dict[str, str]], model: str, nth: int) -> tuple[str, s
     return response_format, text
 
 
+_AMOUNT = re.compile(r'"amount_usd": ([0-9.]+)')
+
+
 def _agent_action(messages: list[dict[str, str]], bits: int) -> str:
-    """Look the order up, reply (resolving or not), then finish: a short, valid trial."""
+    """Look the order up; then, in two trials of three, refund its amount; reply; finish. A
+    short valid trial that the verifier passes or fails, so both branches of verify run."""
     turns = sum(m["role"] == "assistant" for m in messages)
+    text = " ".join(m["content"] for m in messages)
+    found = _ORDER_ID.search(text)
+    order_id = int(found.group(1)) if found else 1
+    refunds = bits % 3 != 0
     if turns == 0:
-        found = _ORDER_ID.search(" ".join(m["content"] for m in messages))
-        order_id = int(found.group(1)) if found else 1
         return json.dumps({"tool": "lookup_order", "args": {"order_id": order_id}})
-    if turns == 1:
+    if turns == 1 and refunds:
+        amount = _AMOUNT.search(text)
+        return json.dumps({"tool": "issue_refund", "args": {
+            "order_id": order_id, "amount": float(amount.group(1)) if amount else 1.0}})
+    if turns <= 2:
         return json.dumps({"tool": "reply", "args": {
-            "text": "Thank you for writing; we have looked into your order.",
-            "resolve": bool(bits % 2)}})
+            "text": "We are sorry the lamp arrived damaged; a full refund is on its way.",
+            "resolve": True}})
     return json.dumps({"tool": "finish"})
