@@ -8,6 +8,7 @@ from rubriclab.carry.prompts import template_fingerprint as judge_prompt_fingerp
 from rubriclab.transfer.prompts import template_fingerprint as transfer_prompt_fingerprint
 from rubriclab.config import apply_env_overrides, load_yaml, validate_config
 from rubriclab.data.download import dataset_files
+from rubriclab.llm.settings import LLMConfig
 from rubriclab.files import model_slug, tree_fingerprint
 
 
@@ -68,6 +69,17 @@ def model_resources(model):
         return {"local_llm": 0, "api_calls": 0}
     settings = {**config["llm"]["defaults"], **config["llm"]["per_model"].get(model, {})}
     return {"local_llm": 0, "api_calls": settings.get("concurrency", 4)}
+
+
+_LLM_CONFIG = LLMConfig.from_dict(config["llm"])
+
+
+def call_settings(role, model):
+    """What the model layer adds to a role's requests of `model` (reasoning effort, room for
+    reasoning): a param of each model rule, so changing them reruns exactly those jobs."""
+    return {"role": role,
+            "reasoning_effort": _LLM_CONFIG.role_settings_for(role, model).reasoning_effort,
+            "reasoning_tokens": _LLM_CONFIG.settings_for(model).reasoning_tokens}
 
 
 def ledger_files():

@@ -11,6 +11,7 @@ rule carry_fig2_judge:
         ledger="results/ledger/carry_fig2_judge-{dataset}.jsonl",
     params:
         judge=JUDGE,
+        calls=call_settings("judge", JUDGE),
         runs=config["carry"]["fig2"]["runs"],
         lengths=config["carry"]["fig2"]["lengths"],
         temperature=config["carry"]["fig2"]["temperature"],

@@ -39,6 +39,7 @@ rule transfer_restate:
         expert="results/transfer/expert.json",
         ledger="results/ledger/transfer_restate.jsonl",
     params:
+        calls=call_settings("restater", T_RESTATER),
         model=T_RESTATER,
         prompts=TRANSFER_PROMPTS,
         code=TRANSFER_CODE,
@@ -60,6 +61,7 @@ rule transfer_generate:
         rubrics="results/transfer/rubrics/{tgen}.json",
         ledger="results/ledger/transfer_generate-{tgen}.jsonl",
     params:
+        calls=lambda w: call_settings("transfer_generator", T_GENERATOR_BY_SLUG[w.tgen]),
         model=lambda w: T_GENERATOR_BY_SLUG[w.tgen],
         max_tokens=TRANSFER["generator_max_tokens"],
         prompts=TRANSFER_PROMPTS,
@@ -83,6 +85,7 @@ rule transfer_respond:
         responses="results/transfer/responses/original-{responder}.csv",
         ledger="results/ledger/transfer_respond-{responder}.jsonl",
     params:
+        calls=lambda w: call_settings("responder", RESPONDER_BY_SLUG[w.responder].split("|")[0]),
         responder=lambda w: RESPONDER_BY_SLUG[w.responder],
         max_tokens=TRANSFER["response_max_tokens"],
         prompts=TRANSFER_PROMPTS,
@@ -107,6 +110,7 @@ rule transfer_degrade:
         responses="results/transfer/responses/degraded-{tmodel}.csv",
         ledger="results/ledger/transfer_degrade-{tmodel}.jsonl",
     params:
+        calls=lambda w: call_settings("degrader", T_MODEL_BY_SLUG[w.tmodel]),
         model=lambda w: T_MODEL_BY_SLUG[w.tmodel],
         max_tokens=TRANSFER["response_max_tokens"],
         seed=TRANSFER["degrade_seed"],
@@ -134,6 +138,7 @@ rule transfer_judge:
         verdicts="results/transfer/verdicts/{responses}.csv",
         ledger="results/ledger/transfer_judge-{responses}.jsonl",
     params:
+        calls=call_settings("transfer_judge", T_JUDGE),
         judge=T_JUDGE,
         votes=TRANSFER["judge_votes"],
         temperature=TRANSFER["judge_temperature"],
@@ -160,6 +165,7 @@ rule transfer_intervene:
         responses="results/transfer/responses/interventions-{tmodel}.csv",
         ledger="results/ledger/transfer_intervene-{tmodel}.jsonl",
     params:
+        calls=lambda w: call_settings("editor", T_MODEL_BY_SLUG[w.tmodel]),
         model=lambda w: T_MODEL_BY_SLUG[w.tmodel],
         max_tokens=TRANSFER["response_max_tokens"],
         criteria_per_rubric=TRANSFER["criteria_per_rubric"],
@@ -186,6 +192,7 @@ rule transfer_match:
         matching="results/transfer/matching/{tgen}.csv",
         ledger="results/ledger/transfer_match-{tgen}.jsonl",
     params:
+        calls=[call_settings("matcher", T_MATCHER), call_settings("similarity", T_MATCHER)],
         generator=lambda w: T_GENERATOR_BY_SLUG[w.tgen],
         model=T_MATCHER,
         framings=TRANSFER["framings"],

@@ -7,6 +7,7 @@ rule verify_agent_trials:
         trials="results/verify/trials.csv",
         ledger="results/ledger/verify_agent_trials.jsonl",
     params:
+        calls=call_settings("agent", AGENT),
         agent=AGENT,
         trials=config["verify"]["trials"],
         max_steps=config["verify"]["max_steps"],
@@ -30,6 +31,7 @@ rule verify_reply_rubric:
         grades="results/verify/reply_grades.csv",
         ledger="results/ledger/verify_reply_rubric.jsonl",
     params:
+        calls=call_settings("judge", JUDGE),
         judge=JUDGE,
         max_tokens=config["verify"]["judge_max_tokens"],
         code=verify_code_fingerprint(),
@@ -52,6 +54,7 @@ rule verify_judge_labels:
         verdicts="results/verify/judge_labels/{dataset}/verdicts.csv",
         ledger="results/ledger/verify_judge_labels-{dataset}.jsonl",
     params:
+        calls=call_settings("judge", JUDGE),
         judge=JUDGE,
         length=config["verify"]["checklist_length"],
         temperature=config["carry"]["fig2"]["temperature"],
