@@ -25,6 +25,7 @@ VARIANTS = {
     "top_p": 0.9,
     "stop": ("\n",),
     "reasoning_effort": "low",
+    "reasoning_tokens": 1024,
 }
 # Fields that select settings but are not sent: the settings they select are fields above.
 NOT_KEYED = {"role"}

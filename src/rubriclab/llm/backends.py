@@ -124,7 +124,7 @@ class Backends:
         if cut_off and not (answer.text.strip() and get_format(request.response_format).free_text):
             # A structured answer cut off is incomplete, and an empty one spent its budget
             # thinking: both need a larger budget, not the same request again.
-            raise AnswerCutOff(request.model, request.max_tokens, answer)
+            raise AnswerCutOff(request.model, request.budget, answer)
         if not answer.text.strip():
             raise EmptyAnswer(f"model {request.model!r} returned an empty answer")
         return answer
@@ -134,7 +134,7 @@ class Backends:
         kwargs: dict[str, Any] = {
             "model": request.model,
             "messages": messages,
-            "max_tokens": request.max_tokens,
+            "max_tokens": request.budget,
             "timeout": settings.timeout_s,
             "num_retries": 0,  # retries are ours: bounded, logged, and around empty answers too
             "max_retries": 0,

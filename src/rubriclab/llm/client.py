@@ -15,7 +15,6 @@ import logging
 import random
 import time
 from collections import defaultdict
-
 from dataclasses import replace
 
 from .backends import AnswerCutOff, Backends, RawAnswer, is_retryable
@@ -68,16 +67,16 @@ class LLMClient:
 
     def prepare(self, request: Request, role: str | None = None) -> Request:
         """The request as it is sent and keyed: its role's reasoning effort (unless it sets one
-        itself) and its model's room for reasoning added to the answer budget."""
+        itself) and its model's room for reasoning beside the answer budget. Idempotent."""
         role = request.role or role or self.role
         effort = request.reasoning_effort
         if effort is None:
             effort = self.config.role_settings_for(role, request.model).reasoning_effort
         room = self.config.settings_for(request.model).reasoning_tokens
-        if (role, effort, room) == (request.role, request.reasoning_effort, 0):
+        if (role, effort, room) == (request.role, request.reasoning_effort,
+                                    request.reasoning_tokens):
             return request
-        return replace(request, role=role, reasoning_effort=effort,
-                       max_tokens=request.max_tokens + room)
+        return replace(request, role=role, reasoning_effort=effort, reasoning_tokens=room)
 
     def run(self, requests: list[Request], label: str = "model calls",
             raise_on_failure: bool = True, role: str | None = None) -> list[Completion]:
@@ -176,9 +175,10 @@ class LLMClient:
                     cost = None if cost is None or cut.cost_usd is None else cost + cut.cost_usd
                     if doublings < settings.budget_doublings:
                         doublings += 1
-                        sent = replace(sent, max_tokens=sent.max_tokens * 2)
+                        sent = replace(sent, max_tokens=sent.max_tokens * 2,
+                                       reasoning_tokens=sent.reasoning_tokens * 2)
                         log.info("%s: answer cut off at its budget; asking again with %d tokens",
-                                 request.model, sent.max_tokens)
+                                 request.model, sent.budget)
                         continue
                     # Answered, but never within a budget: like an answer never in the
                     # format, it is counted where it is reported (a rerun would pay again for

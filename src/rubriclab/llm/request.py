@@ -13,7 +13,7 @@ CACHE_KEY_VERSION = 1
 REASONING_EFFORTS = ("minimal", "low", "medium", "high")
 # Fields added after key version 1: left out of the key at their default, so every entry made
 # before they existed keeps its key.
-_KEYED_WHEN_SET = ("reasoning_effort",)
+_KEYED_WHEN_SET = {"reasoning_effort": None, "reasoning_tokens": 0}
 
 Outcome = Literal["ok", "unparseable", "failed"]
 
@@ -46,6 +46,9 @@ class Request:
     top_p: float | None = None
     stop: tuple[str, ...] | None = None
     reasoning_effort: str | None = None
+    # Room for thinking, sent on top of max_tokens (LLMClient sets it from the model's
+    # settings); `budget` is what the provider is asked for.
+    reasoning_tokens: int = 0
     role: str | None = None
 
     def __post_init__(self) -> None:
@@ -57,6 +60,8 @@ class Request:
             raise ValueError(f"Request.sample_index must be >= 0, got {self.sample_index}")
         if self.max_tokens <= 0:
             raise ValueError(f"Request.max_tokens must be > 0, got {self.max_tokens}")
+        if self.reasoning_tokens < 0:
+            raise ValueError(f"Request.reasoning_tokens must be >= 0, got {self.reasoning_tokens}")
         if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
             raise ValueError(f"Request.reasoning_effort must be one of {list(REASONING_EFFORTS)} "
                              f"or None, got {self.reasoning_effort!r}")
@@ -70,6 +75,11 @@ class Request:
             **fields,
         )
 
+    @property
+    def budget(self) -> int:
+        """Completion tokens the provider is asked for: the answer's and the thinking's."""
+        return self.max_tokens + self.reasoning_tokens
+
     def message_dicts(self) -> list[dict[str, str]]:
         return [{"role": m.role, "content": m.content} for m in self.messages]
 
@@ -78,8 +88,8 @@ def cache_key(request: Request, model_fingerprint: str) -> str:
     """sha256 over every output-changing field of the request and the model's fingerprint."""
     payload = asdict(request)
     del payload["role"]  # selects settings; the settings it selects are fields of their own
-    for name in _KEYED_WHEN_SET:
-        if payload[name] is None:
+    for name, default in _KEYED_WHEN_SET.items():
+        if payload[name] == default:
             del payload[name]
     payload["messages"] = [[m["role"], m["content"]] for m in payload["messages"]]
     payload["model_fingerprint"] = model_fingerprint

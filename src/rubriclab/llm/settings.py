@@ -1,4 +1,6 @@
-"""How to call each model: settings that never change an answer, so never enter the cache key."""
+"""How to call each model: settings that never change an answer, so never enter the cache key
+(except `reasoning_tokens`, which LLMClient writes into each request), and the settings of each
+role (`RoleSettings`), which LLMClient writes into the requests of that role."""
 
 from __future__ import annotations
 
@@ -27,8 +29,8 @@ class ModelSettings:
     # Threads for an in-process llama.cpp model.
     n_threads: int | None = None
     n_ctx: int = 4096
-    # Room for a reasoning model's thinking, added to every answer budget (max_tokens) this
-    # model is sent. It changes the request, so it enters the cache key through max_tokens.
+    # Room for a reasoning model's thinking, sent on top of every answer budget (max_tokens) of
+    # this model. It changes the request, so LLMClient writes it into the request (and its key).
     reasoning_tokens: int = 0
     # An answer cut off by its budget (finish_reason "length") is asked again with twice the
     # budget, at most this many times, then counted as failed; it is never parsed.
