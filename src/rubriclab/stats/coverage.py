@@ -426,3 +426,78 @@ def run_study(size: StudySize, *, seed: int = 0, families=("verify", "transfer",
 
 def _seed(sequence: np.random.SeedSequence) -> int:
     return int(sequence.generate_state(1)[0])
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+METHOD_NAMES = {
+    "jeffreys_bootstrap": "Jeffreys bootstrap", "labelled_bootstrap": "labelled bootstrap",
+    "lang_reiczigel": "Lang-Reiczigel", "ppi": "PPI", "ppi_plus_plus": "PPI++",
+    "algorithm4_percentile": "Algorithm 4", "ratio_bootstrap": "Algorithm 4 (ratio)",
+}
+
+
+def _cover(row) -> str:
+    return f"{row.coverage:.3f} ± {row.coverage_mc:.3f}"
+
+
+def _width(row) -> str:
+    if math.isnan(row.mean_width):
+        return "n/a"
+    return f"{row.mean_width:.3f} ± {row.width_mc:.3f}"
+
+
+def cell_markdown(table: pd.DataFrame, family: str) -> str:
+    """Every cell of one family, one line per cell, each method's coverage and mean width with
+    their Monte Carlo errors ("c ± mc | w ± mc"); verify adds the share without an interval."""
+    part = table[table["family"] == family]
+    if part.empty:
+        return ""
+    methods = list(dict.fromkeys(part["method"]))
+    header = ["world", "size"]
+    for method in methods:
+        name = METHOD_NAMES.get(method, method)
+        header += [f"{name} coverage", f"{name} width"]
+    if family == "verify":
+        header += ["no interval (RG / PPI)"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for (size, world), cell in part.groupby(["size", "world"], sort=False):
+        by_method = {row.method: row for row in cell.itertuples(index=False)}
+        values = [world, size]
+        for method in methods:
+            row = by_method[method]
+            values += [_cover(row), _width(row)]
+        if family == "verify":
+            rg = by_method.get("lang_reiczigel", next(iter(by_method.values())))
+            ppi = by_method.get("ppi", rg)
+            values.append(f"{rg.undefined:.3f} / {ppi.undefined:.3f}")
+        lines.append("| " + " | ".join(values) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def summary_markdown(table: pd.DataFrame, floor: float = 0.93) -> str:
+    """Per family and method (and, for verify, labelled-slice size m): the mean coverage over
+    cells, the share of cells below `floor`, the lowest cell, and the mean width."""
+    lines = []
+    for family, part in table.groupby("family", sort=False):
+        keys = ["method"]
+        if family == "verify":
+            part = part.assign(m=part["size"].str.extract(r"m=(\d+)")[0].astype(int))
+            keys = ["method", "m"]
+        elif family == "transfer":
+            keys = ["method", "size"]
+        elif family == "carry":
+            keys = ["method", "size"]
+        lines += [f"### {family}", "",
+                  "| " + " | ".join(keys) + " | cells | mean coverage | cells below "
+                  f"{floor:.2f} | lowest cell | mean coverage with an interval | mean width |",
+                  "|" + "---|" * (len(keys) + 6)]
+        for key, group in part.groupby(keys, sort=False):
+            key = key if isinstance(key, tuple) else (key,)
+            names = [METHOD_NAMES.get(str(k), str(k)) for k in key]
+            lines.append(
+                "| " + " | ".join(names) + f" | {len(group)} | {group.coverage.mean():.3f} |"
+                f" {(group.coverage < floor).mean():.2f} | {group.coverage.min():.3f} |"
+                f" {group.coverage_defined.mean():.3f} | {group.mean_width.mean():.3f} |")
+        lines.append("")
+    return "\n".join(lines)
