@@ -152,7 +152,8 @@ def lang_reiczigel(k, n, tp, fn, fp, tn, *, level: float = 0.95) -> Intervals:
     with np.errstate(invalid="ignore"):
         se = np.sqrt(q_a * (1 - q_a) / (n + z * z) + tpr_a * (1 - tpr_a) / n_pos * p_a ** 2
                      + tnr_a * (1 - tnr_a) / n_neg * (1 - p_a) ** 2) / np.abs(youden_a)
-    shift = 2 * z * z * (p_a * tpr_a * (1 - tpr_a) / n_pos - (1 - p_a) * tnr_a * (1 - tnr_a) / n_neg)
+    shift = 2 * z * z * (p_a * tpr_a * (1 - tpr_a) / n_pos
+                         - (1 - p_a) * tnr_a * (1 - tnr_a) / n_neg)
     estimate = rogan_gladen_estimate(q, tpr, tnr)
     exists = ~np.isnan(estimate) & ~np.isnan(p_a)
     low = np.where(exists, p_a + shift - z * se, np.nan)

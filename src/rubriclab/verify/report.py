@@ -141,13 +141,15 @@ def calibration_markdown(table: pd.DataFrame) -> str:
         ppi = getattr(row, "ppi", None)
         ppi_shown = "n/a (labels not from the judged set)" if ppi is None or pd.isna(ppi) \
             else _shown(ppi, row.ppi_clipped)
+        ppi_interval = _interval(getattr(row, "ppi_low_clipped", None),
+                                 getattr(row, "ppi_high_clipped", None))
         lines.append(
             f"| {row.source} | {row.dataset} | {row.rendering} | {row.tp + row.fn}/{row.fp + row.tn}"
             f" | {_pct(row.tpr)} | {_pct(row.tnr)} | {_pct(row.agreement)} | {_pct(row.q)}"
-            f" {_interval(row.q_low, row.q_high)} | {_shown(row.corrected, row.corrected_clipped)} |"
+            f" {_interval(row.q_low, row.q_high)} |"
+            f" {_shown(row.corrected, row.corrected_clipped)} |"
             f" {_interval(row.corrected_low_clipped, row.corrected_high_clipped)} |"
-            f" {ppi_shown} |"
-            f" {_interval(getattr(row, 'ppi_low_clipped', None), getattr(row, 'ppi_high_clipped', None))} |"
+            f" {ppi_shown} | {ppi_interval} |"
             f" {_pct(row.human_pass_rate)} | {row.status} | {_flags(row)} |"
         )
     lines += ["", "Undefined bootstrap draws (TPR* + TNR* <= 1) are left out of the interval and"
