@@ -152,3 +152,14 @@ def test_carry_cell_rates():
     rows = carry_cell(CarryCell(0.8, 0.7, 51, 49), replicates=200, n_boot=200, seed=0)
     assert [row["truth"] for row in rows] == [0.8, 0.7]
     assert all(0.8 < row["coverage"] <= 1 for row in rows)
+
+
+def test_the_coverage_check_can_fail():
+    """The same check on intervals that promise less (80%) finds them well short of 0.93, and
+    on the transfer side likewise: the acceptance tests above have the power to fail."""
+    (row,) = verify_cell(PAPER_CELLS[0], replicates=1000, n_boot=1000, seed=2026,
+                         methods=(DEFAULT_METHOD,), level=0.8)
+    assert row["coverage"] < 0.9
+    short = transfer_cell(TRANSFER_WORLDS[0], 105, replicates=500, n_boot=500, seed=2026,
+                          level=0.8)
+    assert short["coverage"] < 0.88
