@@ -261,6 +261,11 @@ def test_verify_calibration_table_has_the_post_and_each_judged_dataset(finished_
     post = table.iloc[0]
     assert (post.tp, post.fn, post.fp, post.tn) == (37, 1, 4, 8)
     assert round(post.corrected, 3) == 0.651
+    # Rogan-Gladen with the study's default interval, PPI beside it (the post's labels are a
+    # subset of its judged replies); raw and clipped values both in the csv
+    assert post.method == "lang_reiczigel" and post.corrected_low < post.corrected_high
+    assert post.ppi == pytest.approx(0.68) and post.ppi_low < 0.68 < post.ppi_high
+    assert post.stable and (table.corrected_low_clipped.dropna() >= 0).all()
     judged = table.iloc[1:]
     assert sorted(zip(judged.dataset, judged.rendering)) == [
         ("ragtruth", "one call per check"), ("ragtruth", "paragraph"),
@@ -270,6 +275,10 @@ def test_verify_calibration_table_has_the_post_and_each_judged_dataset(finished_
     assert (judged.n_judged <= 6).all() and (judged.human_pass_rate == 0.5).all()
     markdown = (workdir / "figures/verify/table_calibration.md").read_text()
     assert "## The worked example, run" in markdown and "2 trials" in markdown
+    assert "Rogan-Gladen p, Lang-Reiczigel adjusted Wald interval" in markdown
+    # 2 + 2 labels: no row of the datasets has an interval to trust, and each says why
+    assert (~judged.stable).all() and judged.interval_flags.str.len().gt(0).all()
+    assert markdown.count("| unstable: ") == len(judged)
     assert (workdir / "figures/verify/fig2_calibration.png").read_bytes()[:4] == b"\x89PNG"
 
 

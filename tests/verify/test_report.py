@@ -35,6 +35,13 @@ def test_carry_judge_is_calibrated_on_calibration_and_corrected_on_evaluation():
     assert row["corrected"] == pytest.approx((0.6 - 0.25) / (0.75 - 0.25))
     assert row["human_pass_rate"] == pytest.approx(0.5)
     assert row["corrected_low"] < row["corrected"] < row["corrected_high"]
+    assert row["labelled_in_judged"] is False and row["ppi"] is None
+
+
+def test_estimates_outside_the_unit_interval_are_shown_clipped_with_the_raw_value():
+    from rubriclab.verify.report import _shown
+    assert _shown(-0.1234, 0.0) == "0.0 (raw -12.3)"
+    assert _shown(0.5, 0.5) == "50.0"
 
 
 def test_length_selects_the_checks_that_count():
@@ -66,10 +73,22 @@ def test_table_and_figure(tmp_path):
     assert "| worked example (the post's numbers) | refund replies |" in markdown
     assert "| 38/12 | 97.4 | 66.7 | 90.0 | 75.0" in markdown and "| 65.1 |" in markdown
     assert "uninformative_judge" in markdown
-    undefined = table[table.n_undefined > 0]
-    assert len(undefined) > 0  # a judge with TPR 0.75 and TNR 0.75 on 4 + 4 labels
-    share = 100 * undefined.iloc[0].n_undefined / undefined.iloc[0].n_boot
-    assert f"({share:.0f}% of draws undefined)" in markdown
+    # each column names its interval method
+    assert "reported q and TPR/TNR (csv), Wilson score interval" in markdown
+    assert "Rogan-Gladen p, Lang-Reiczigel adjusted Wald interval" in markdown
+    assert "PPI p, the normal" in markdown
+    # Rogan-Gladen and PPI side by side for the worked example, estimates and intervals
+    post = table.iloc[0]
+    assert post.corrected_clipped == pytest.approx(0.6507, abs=1e-4)
+    assert post.ppi == pytest.approx(0.68) and post.labelled_in_judged
+    assert (f"| 65.1 | [{100 * post.corrected_low:.1f}, {100 * post.corrected_high:.1f}] |"
+            f" 68.0 | [{100 * post.ppi_low:.1f}, {100 * post.ppi_high:.1f}] |") in markdown
+    # the toy judge (TPR 0.75, TNR 0.75 on 4 + 4 labels): flagged, with the reason
+    toy_row = table[(table.dataset == "toy") & (table.status != "uninformative_judge")].iloc[0]
+    assert not toy_row.stable and "wider than [0, 1]" in toy_row.interval_flags
+    assert f"| unstable: {toy_row.interval_flags} |" in markdown
+    assert "n/a (labels not from the judged set)" in markdown
+    assert "| ok |" in markdown  # the post's interval is not flagged
     plot_calibration(table, POST_CONFUSION, tmp_path / "f.png", tmp_path / "f.pdf")
     assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "f.pdf").read_bytes()[:5] == b"%PDF-"

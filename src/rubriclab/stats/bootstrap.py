@@ -121,6 +121,33 @@ def percentile_interval(values: np.ndarray, level: float) -> tuple[float, float,
     return float(low), float(high), int(defined.size)
 
 
+def percentile_rows(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`percentile_interval` along the last axis of an array of replicates, vectorised.
+
+    values: (..., B) with NaN for undefined replicates. Returns (low, high, n_used), each of
+    shape (...): for every row the linear-interpolation percentiles of its defined values, as
+    numpy.quantile gives them, and NaN bounds where a row has none.
+    """
+    _check_level(level)
+    ordered = np.sort(np.asarray(values, dtype=np.float64), axis=-1)  # NaN sorts last
+    n_used = np.sum(~np.isnan(ordered), axis=-1)
+    tail = (1 - level) / 2
+    bounds = []
+    for share in (tail, 1 - tail):
+        position = np.maximum(n_used - 1, 0) * share
+        below = np.floor(position).astype(np.int64)
+        above = np.minimum(below + 1, np.maximum(n_used - 1, 0))
+        fraction = position - below
+        lower = np.take_along_axis(ordered, below[..., None], axis=-1)[..., 0]
+        upper = np.take_along_axis(ordered, above[..., None], axis=-1)[..., 0]
+        # numpy's own "linear" form, so that the bounds equal numpy.quantile's bit for bit
+        value = np.where(fraction >= 0.5, upper - (upper - lower) * (1 - fraction),
+                         lower + (upper - lower) * fraction)
+        value = np.where(fraction == 0, lower, value)
+        bounds.append(np.where(n_used > 0, value, np.nan))
+    return bounds[0], bounds[1], n_used
+
+
 def _as_value(result: object, name: str) -> float:
     if result is None:
         return math.nan

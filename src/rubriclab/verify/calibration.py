@@ -11,42 +11,39 @@ TPR and TNR do not, and they are what corrects the judge's pass rate q on the fu
 (Rogan and Gladen, 1978). With the verify post's numbers (TPR 37/38, TNR 8/12, q = 300/400)
 p = (0.75 - 1/3) / (37/38 - 1/3) = 0.652.
 
-Interval for the corrected pass rate (paragraph for docs/replication.md)
------------------------------------------------------------------------
-The Rogan-Gladen estimate p = (q - (1 - TNR)) / (TPR - (1 - TNR)) combines three estimated
-rates: the judge's pass rate q on the judged set (k of n) and the judge's TPR and TNR on the
-human-labeled slice (tp of n_pos, tn of n_neg). We propagate the uncertainty of all three by a
-parametric bootstrap: each of 10,000 draws (seed 0) takes q*, TPR* and TNR* independently from
-their Jeffreys posteriors Beta(k + 1/2, n - k + 1/2), computes p* with the same formula, and the
-95% interval is the 2.5th and 97.5th percentile of p* over the draws where p* is defined
-(TPR* + TNR* > 1); the number of undefined draws is reported beside the interval, and if it is
-not small the interval should not be trusted. We draw from Beta posteriors rather than
-resampling binomial counts because the binomial bootstrap collapses when a rate is observed at
-0 or 1 (a judge that passed all 38 human passes would contribute no TPR uncertainty at all)
-and, with 12 labels, lets TNR* take only 13 values; the Jeffreys prior is the standard
-non-informative choice for a binomial proportion, and its intervals keep close to nominal
-coverage at small n (Brown, Cai and DasGupta, 2001). A simulation rather than the delta method
-because p is a ratio whose distribution is skewed when TNR rests on few labels; that TNR is
-what dominates the width (Miller, 2024). The draws are not clipped to [0, 1]: the interval is
-reported raw and clipped, like the point estimate. The 95% Wilson intervals of q, TPR and TNR
-are reported alongside. The three rates are treated as independent; in the post the 50
-labeled replies are a subset of the 400 judged ones, so q shares 50 of its 400 verdicts with
-the labeled slice, a weak dependence we ignore.
+Interval for the corrected pass rate
+------------------------------------
+The estimate combines three estimated rates: the judge's pass rate q on the judged set (k of
+n) and its TPR and TNR on the labelled slice (tp of n_pos, tn of n_neg). Three interval methods
+are implemented (rubriclab.stats.prevalence): the Lang-Reiczigel adjusted Wald interval (the
+default), a Jeffreys parametric bootstrap over q, TPR and TNR (each drawn from Beta(x + 1/2,
+n - x + 1/2), 10,000 draws, seed 0; the stage's first method), and a percentile bootstrap over
+the labelled and judged items. The default was chosen by the coverage study
+(benchmarks/coverage.py, docs/statistics.md): it keeps 93% coverage at nominal 95% in more of
+the grid, at a smaller mean width. Bounds are kept raw (they may leave [0, 1]) and clipped for
+display. Wilson intervals of q, TPR and TNR are reported alongside. Every interval is checked
+by the same simulation at its own sizes and flagged when it does not keep its promise there
+(`stability_flags`). Where the labelled slice is a random subset of the judged set (the post),
+prediction-powered inference gives a second estimate of the human pass rate (`ppi_pass_rate`).
+See docs/replication.md.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from statistics import NormalDist
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 import numpy as np
+from scipy.stats import binomtest
+
+from rubriclab.stats import prevalence
+from rubriclab.stats.coverage import VerifyCell, verify_cell
 
 # tpr + tnr must exceed 1 by more than this for the judge to count as informative; it absorbs
 # float rounding in rates like 37/38 + 1/38 so that "exactly 1" is recognised as exactly 1.
-INFORMATIVE_MARGIN = 1e-12
+INFORMATIVE_MARGIN = prevalence.INFORMATIVE_MARGIN
 
 RGStatus = Literal["ok", "outside_unit_interval", "uninformative_judge"]
 
@@ -208,29 +205,51 @@ def rogan_gladen(q: float, tpr: float, tnr: float) -> RGResult:
 
 
 def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for k successes of n (NaNs for n = 0)."""
+    """Wilson score interval for k successes of n (NaNs for n = 0), by scipy.
+
+    scipy.stats.binomtest(k, n).proportion_ci(method="wilson"); the ends at k = 0 and k = n are
+    set to exactly 0 and 1 (scipy's are within rounding of them).
+    """
     if n == 0:
         return (math.nan, math.nan)
     if not 0 <= k <= n:
         raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
-    z = NormalDist().inv_cdf(0.5 + level / 2)
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    low = 0.0 if k == 0 else max(0.0, centre - half)  # exact ends, not rounding residue
-    high = 1.0 if k == n else min(1.0, centre + half)
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
+    low = 0.0 if k == 0 else max(0.0, float(ci.low))
+    high = 1.0 if k == n else min(1.0, float(ci.high))
     return (low, high)
+
+
+# The interval methods for the corrected pass rate (rubriclab.stats.prevalence), by the name a
+# table shows. DEFAULT_METHOD is the one the coverage study (benchmarks/coverage.py,
+# docs/statistics.md) found to keep its coverage where the others do not.
+INTERVAL_METHODS = {
+    "jeffreys_bootstrap": "Jeffreys parametric bootstrap over q, TPR and TNR",
+    "labelled_bootstrap": "percentile bootstrap over labelled and judged items",
+    "lang_reiczigel": "Lang-Reiczigel adjusted Wald interval",
+}
+DEFAULT_METHOD = "lang_reiczigel"
+BOOTSTRAPPED = ("jeffreys_bootstrap", "labelled_bootstrap")
+
+# When an interval is flagged as unstable (see `stability_flags`): the share of undefined
+# bootstrap draws above which the percentiles rest on a truncated distribution; the coverage
+# below which an interval is said not to keep its promise (the issue's 93% at nominal 95%,
+# scaled for other levels), and how many simulated studies the check at the row's own sizes
+# runs (Monte Carlo error about 0.006 at 95%).
+UNDEFINED_DRAWS_FLAG = 0.05
+UNDERCOVERAGE = 0.02  # flagged below level - 0.02
+COVERAGE_CHECK_REPLICATES = 2000
 
 
 @dataclass(frozen=True)
 class CorrectedRate:
-    """The judge's pass rate q, corrected with its TPR and TNR, with a bootstrap interval.
+    """The judge's pass rate q, corrected with its TPR and TNR, with an interval.
 
-    `interval` holds the percentiles of the raw Rogan-Gladen draws (which may leave [0, 1]);
-    `interval_clipped` is it clipped to [0, 1]. `n_undefined` draws (TPR* + TNR* <= 1) have no
-    estimate and are left out of the percentiles; `n_outside` of the defined draws fell outside
+    `interval` holds the raw bounds (which may leave [0, 1]); `interval_clipped` is it clipped
+    to [0, 1]. For the bootstrap methods `n_undefined` draws (TPR* + TNR* <= 1) have no estimate
+    and are left out of the percentiles, and `n_outside` of the defined draws fell outside
     [0, 1]. `interval` is None when the point estimate is undefined or every draw was.
+    `flags` names each reason the interval is not to be trusted (`stability_flags`).
     """
 
     k_judged_pass: int
@@ -247,6 +266,11 @@ class CorrectedRate:
     seed: int
     n_undefined: int
     n_outside: int
+    design: str = "independent"
+    check_coverage: float | None = None
+    check_undefined: float | None = None
+    check_replicates: int = 0
+    flags: tuple[str, ...] = ()
 
     @property
     def q(self) -> float:
@@ -271,9 +295,11 @@ class CorrectedRate:
 
     @property
     def interval_clipped(self) -> tuple[float, float] | None:
-        if self.interval is None:
-            return None
-        return (min(1.0, max(0.0, self.interval[0])), min(1.0, max(0.0, self.interval[1])))
+        return _clipped(self.interval)
+
+    @property
+    def stable(self) -> bool:
+        return not self.flags
 
     def to_dict(self) -> dict[str, object]:
         """One flat row for a results table."""
@@ -294,11 +320,10 @@ class CorrectedRate:
             "corrected_high_clipped": clipped[1] if clipped else None,
             "level": self.level, "method": self.method, "n_boot": self.n_boot,
             "seed": self.seed, "n_undefined": self.n_undefined, "n_outside": self.n_outside,
+            "design": self.design, "check_coverage": self.check_coverage,
+            "check_undefined": self.check_undefined, "check_replicates": self.check_replicates,
+            "stable": self.stable, "interval_flags": "; ".join(self.flags),
         }
-
-
-def _jeffreys_draws(rng: np.random.Generator, k: int, n: int, size: int) -> np.ndarray:
-    return rng.beta(k + 0.5, n - k + 0.5, size=size)
 
 
 def corrected_pass_rate(
@@ -306,23 +331,27 @@ def corrected_pass_rate(
     n_judged: int,
     confusion: Confusion,
     *,
-    method: str = "bootstrap",
+    method: str = DEFAULT_METHOD,
     n_boot: int = 10_000,
     seed: int = 0,
     level: float = 0.95,
+    labelled_in_judged: bool = False,
+    check_replicates: int = COVERAGE_CHECK_REPLICATES,
 ) -> CorrectedRate:
     """Rogan-Gladen corrected pass rate of a judge that passed k of n, calibrated by `confusion`.
 
-    method "bootstrap" (the only one): q*, TPR*, TNR* drawn independently from their Jeffreys
-    Beta posteriors, n_boot times with numpy's default_rng(seed); the interval is the central
-    `level` percentile range of the raw estimate over the draws where it is defined. See the
-    module docstring for why. Needs at least one human pass and one human fail label.
+    method: one of INTERVAL_METHODS (rubriclab.stats.prevalence computes each). The bootstrap
+    methods take n_boot draws from numpy's default_rng(seed); the Jeffreys bootstrap draws q*,
+    TPR*, TNR* in that order, n_boot each, so its interval is reproducible bit for bit. Needs
+    at least one human pass and one human fail label.
+
+    labelled_in_judged: the labelled slice is a random subset of the judged set (the post's
+    design) rather than apart from it. check_replicates: simulated studies of the coverage
+    check at these sizes (`coverage_at_sizes`); 0 skips it.
     """
-    if method != "bootstrap":
-        raise ValueError(f"unknown method {method!r}; the only method is 'bootstrap'")
-    if not 0 <= k_judged_pass <= n_judged or n_judged == 0:
-        raise ValueError(f"need 0 <= k_judged_pass <= n_judged and n_judged > 0, "
-                         f"got {k_judged_pass} of {n_judged}")
+    if method not in INTERVAL_METHODS:
+        raise ValueError(f"unknown method {method!r}; methods: {', '.join(INTERVAL_METHODS)}")
+    _check_judged(k_judged_pass, n_judged)
     if confusion.n_pos == 0 or confusion.n_neg == 0:
         raise ValueError(
             f"TPR and TNR need at least one human pass and one human fail label; the labeled "
@@ -334,28 +363,161 @@ def corrected_pass_rate(
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
 
     rg = rogan_gladen(k_judged_pass / n_judged, confusion.tpr, confusion.tnr)
+    counts = (k_judged_pass, n_judged, confusion.tp, confusion.fn, confusion.fp, confusion.tn)
     rng = np.random.default_rng(seed)
-    q_star = _jeffreys_draws(rng, k_judged_pass, n_judged, n_boot)
-    tpr_star = _jeffreys_draws(rng, confusion.tp, confusion.n_pos, n_boot)
-    tnr_star = _jeffreys_draws(rng, confusion.tn, confusion.n_neg, n_boot)
-    youden = tpr_star + tnr_star - 1.0
-    defined = youden > INFORMATIVE_MARGIN
-    p_star = (q_star[defined] - (1.0 - tnr_star[defined])) / youden[defined]
-    n_undefined = int(n_boot - defined.sum())
-    n_outside = int(((p_star < 0) | (p_star > 1)).sum())
+    if method == "jeffreys_bootstrap":
+        result = prevalence.jeffreys_bootstrap(*counts, n_boot=n_boot, rng=rng, level=level,
+                                               keep_draws=True)
+    elif method == "labelled_bootstrap":
+        result = prevalence.labelled_bootstrap(*counts, n_boot=n_boot, rng=rng, level=level,
+                                               keep_draws=True)
+    else:
+        result = prevalence.lang_reiczigel(*counts, level=level)
     interval = None
-    if rg.defined and p_star.size:
-        alpha = 1 - level
-        low, high = np.quantile(p_star, [alpha / 2, 1 - alpha / 2])
-        interval = (float(low), float(high))
-    return CorrectedRate(
+    if rg.defined and not np.isnan(result.low):
+        interval = (float(result.low), float(result.high))
+    n_outside = 0
+    if result.draws is not None:
+        drawn = result.draws[~np.isnan(result.draws)]
+        n_outside = int(((drawn < 0) | (drawn > 1)).sum())
+    bootstrapped = method in BOOTSTRAPPED
+    corrected = CorrectedRate(
         k_judged_pass=k_judged_pass, n_judged=n_judged, confusion=confusion, rg=rg,
         q_interval=wilson_interval(k_judged_pass, n_judged, level),
         tpr_interval=wilson_interval(confusion.tp, confusion.n_pos, level),
         tnr_interval=wilson_interval(confusion.tn, confusion.n_neg, level),
-        interval=interval, level=level, method=method, n_boot=n_boot, seed=seed,
-        n_undefined=n_undefined, n_outside=n_outside,
+        interval=interval, level=level, method=method,
+        n_boot=n_boot if bootstrapped else 0, seed=seed if bootstrapped else 0,
+        n_undefined=int(result.n_undefined), n_outside=n_outside,
+        design="subset" if labelled_in_judged else "independent",
     )
+    if rg.defined and check_replicates:
+        coverage, undefined = coverage_at_sizes(corrected, replicates=check_replicates,
+                                                seed=seed)
+        corrected = replace(corrected, check_coverage=coverage, check_undefined=undefined,
+                            check_replicates=check_replicates)
+    return replace(corrected, flags=stability_flags(corrected))
+
+
+def coverage_at_sizes(corrected: CorrectedRate, *, replicates: int, seed: int,
+                      ) -> tuple[float, float]:
+    """(coverage, undefined share) of the interval's method in simulated studies of this size.
+
+    The coverage study (rubriclab.stats.coverage) run on one cell: the world whose true pass
+    rate is the clipped estimate and whose judge has the observed TPR and TNR, with this row's
+    labelled slice, judged set and design. A study without an interval counts as not covering.
+    It tells whether the method keeps its promise near these rates at these sizes.
+    """
+    confusion = corrected.confusion
+    cell = VerifyCell(p=float(corrected.rg.clipped), tpr=corrected.tpr, tnr=corrected.tnr,
+                      m=confusion.n, n=corrected.n_judged, design=corrected.design)
+    (row,) = verify_cell(cell, replicates=replicates, n_boot=min(corrected.n_boot, 1000) or 1,
+                         seed=seed, methods=(corrected.method,), level=corrected.level)
+    return row["coverage"], row["undefined"]
+
+
+def stability_flags(corrected: CorrectedRate) -> tuple[str, ...]:
+    """Each reason the interval of `corrected` is uninformative or not to be trusted.
+
+    - no interval: the judge is uninformative (TPR + TNR <= 1) or no draw was defined;
+    - the raw interval is wider than the unit interval (it says nothing about the rate);
+    - more than UNDEFINED_DRAWS_FLAG of the bootstrap draws were undefined;
+    - the coverage check at the row's own sizes and rates (`coverage_at_sizes`) finds the
+      method covering less than level - UNDERCOVERAGE (93% at 95%) of simulated studies;
+    - the point estimate lies outside [0, 1] and is shown clipped.
+    """
+    flags = []
+    if corrected.interval is None:
+        flags.append("no interval (TPR + TNR <= 1)" if not corrected.rg.defined
+                     else "no interval (every draw undefined)")
+    else:
+        low, high = corrected.interval
+        if high - low > 1:
+            flags.append(f"raw interval [{low:.3g}, {high:.3g}] wider than [0, 1]")
+    if corrected.n_boot and corrected.n_undefined > UNDEFINED_DRAWS_FLAG * corrected.n_boot:
+        flags.append(f"{100 * corrected.n_undefined / corrected.n_boot:.0f}% of draws undefined")
+    floor = corrected.level - UNDERCOVERAGE
+    if corrected.check_coverage is not None and corrected.check_coverage < floor:
+        undefined = (f", {100 * corrected.check_undefined:.0f}% without one"
+                     if corrected.check_undefined else "")
+        flags.append(f"at {corrected.confusion.n} labels and {corrected.n_judged} judged, covers "
+                     f"{100 * corrected.check_coverage:.0f}% of simulated studies{undefined} "
+                     f"(below {100 * floor:.0f}%)")
+    if corrected.status == "outside_unit_interval":
+        flags.append("estimate outside [0, 1], shown clipped")
+    return tuple(flags)
+
+
+@dataclass(frozen=True)
+class PPIRate:
+    """Prediction-powered estimate of the human pass rate, with its normal interval.
+
+    Uses the judge on the judged items without a human label (k_unlabelled passes of
+    n_unlabelled) and the labelled slice's human and judge verdicts (rubriclab.stats.prevalence).
+    `estimate`, `interval` are raw; the clipped forms are for display.
+    """
+
+    k_unlabelled: int
+    n_unlabelled: int
+    confusion: Confusion
+    estimate: float
+    interval: tuple[float, float]
+    level: float
+    power_tuned: bool
+
+    @property
+    def method(self) -> str:
+        return "ppi_plus_plus" if self.power_tuned else "ppi"
+
+    @property
+    def clipped(self) -> float:
+        return min(1.0, max(0.0, self.estimate))
+
+    @property
+    def interval_clipped(self) -> tuple[float, float]:
+        return _clipped(self.interval)
+
+    def to_dict(self) -> dict[str, object]:
+        low, high = self.interval
+        shown = self.interval_clipped
+        return {"ppi": self.estimate, "ppi_clipped": self.clipped, "ppi_low": low,
+                "ppi_high": high, "ppi_low_clipped": shown[0], "ppi_high_clipped": shown[1],
+                "ppi_method": self.method, "ppi_k_unlabelled": self.k_unlabelled,
+                "ppi_n_unlabelled": self.n_unlabelled}
+
+
+def ppi_pass_rate(k_judged_pass: int, n_judged: int, confusion: Confusion, *,
+                  level: float = 0.95, power_tuned: bool = False) -> PPIRate:
+    """PPI for a labelled slice that is a random subset of the judged set (as in the post).
+
+    The judge passed k_judged_pass of the n_judged items, the labelled ones included; the
+    unlabelled items are the other n_judged - m, with k_judged_pass - (tp + fp) judge passes.
+    """
+    _check_judged(k_judged_pass, n_judged)
+    m = confusion.n
+    judge_passes_labelled = confusion.tp + confusion.fp
+    k_u, n_u = k_judged_pass - judge_passes_labelled, n_judged - m
+    if m == 0 or n_u < 1 or not 0 <= k_u <= n_u:
+        raise ValueError(
+            f"PPI needs the {m} labelled items to be a subset of the {n_judged} judged ones and "
+            f"at least one unlabelled item: the judge passed {k_judged_pass} judged items and "
+            f"{judge_passes_labelled} labelled ones, leaving {k_u} of {n_u} unlabelled")
+    result = prevalence.ppi(k_u, n_u, confusion.tp, confusion.fn, confusion.fp, confusion.tn,
+                            level=level, power_tuned=power_tuned)
+    return PPIRate(k_u, n_u, confusion, float(result.estimate),
+                   (float(result.low), float(result.high)), level, power_tuned)
+
+
+def _check_judged(k_judged_pass: int, n_judged: int) -> None:
+    if not 0 <= k_judged_pass <= n_judged or n_judged == 0:
+        raise ValueError(f"need 0 <= k_judged_pass <= n_judged and n_judged > 0, "
+                         f"got {k_judged_pass} of {n_judged}")
+
+
+def _clipped(interval: tuple[float, float] | None) -> tuple[float, float] | None:
+    if interval is None:
+        return None
+    return (min(1.0, max(0.0, interval[0])), min(1.0, max(0.0, interval[1])))
 
 
 # The worked example of the verify post: 50 hand-labeled replies (38 passes, 12 fails); the

@@ -19,22 +19,32 @@ import pandas as pd  # noqa: E402
 from rubriclab.carry.aggregate import item_outcomes  # noqa: E402
 
 from .calibration import (  # noqa: E402
+    INTERVAL_METHODS,
     POST_CONFUSION,
     POST_JUDGED,
     Confusion,
     confusion_from_verdicts,
     corrected_pass_rate,
+    ppi_pass_rate,
 )
 
 RENDERING_NAMES = {"per_check": "one call per check", "paragraph": "paragraph"}
 
 
+PPI_COLUMNS = ["ppi", "ppi_clipped", "ppi_low", "ppi_high", "ppi_low_clipped",
+               "ppi_high_clipped", "ppi_method", "ppi_k_unlabelled", "ppi_n_unlabelled"]
+
+
 def post_row(n_boot: int, seed: int, level: float) -> dict:
+    """The post's numbers; its 50 labelled replies are a random subset of the 400 judged, so
+    PPI applies beside Rogan-Gladen."""
     corrected = corrected_pass_rate(*POST_JUDGED, POST_CONFUSION, n_boot=n_boot, seed=seed,
-                                    level=level)
+                                    level=level, labelled_in_judged=True)
+    ppi = ppi_pass_rate(*POST_JUDGED, POST_CONFUSION, level=level)
     return {"source": "worked example (the post's numbers)", "dataset": "refund replies",
             "rendering": "four-criterion rubric", "judge": "the post's judge",
-            "human_pass_rate": None, **corrected.to_dict()}
+            "human_pass_rate": None, "labelled_in_judged": True, **corrected.to_dict(),
+            **ppi.to_dict()}
 
 
 def carry_judge_rows(verdicts: pd.DataFrame, items: pd.DataFrame, dataset: str, judge: str,
@@ -64,7 +74,9 @@ def carry_judge_rows(verdicts: pd.DataFrame, items: pd.DataFrame, dataset: str, 
             "dataset": dataset, "rendering": RENDERING_NAMES[rendering], "judge": judge,
             "human_pass_rate": float((judged["label"] == "correct").mean()),
             "n_undetermined": int((group["outcome"] == "undetermined").sum()),
-            **corrected.to_dict(),
+            # the calibration split is not part of the evaluation split: no PPI
+            "labelled_in_judged": False, **corrected.to_dict(),
+            **dict.fromkeys(PPI_COLUMNS),
         })
     return rows
 
@@ -77,47 +89,88 @@ def _interval(low: object, high: object) -> str:
     return "n/a" if low is None or pd.isna(low) else f"[{_pct(low)}, {_pct(high)}]"
 
 
-def _undefined_share(row: object) -> str:
-    """Draws with TPR* + TNR* <= 1 have no estimate; many of them make the interval unreliable."""
-    if not row.n_undefined:
-        return ""
-    return f" ({100 * row.n_undefined / row.n_boot:.0f}% of draws undefined)"
+def _shown(raw: object, clipped: object) -> str:
+    """A rate clipped to [0, 1] for display, with its raw value beside it when they differ."""
+    if raw is None or pd.isna(raw):
+        return "n/a"
+    if float(raw) == float(clipped):
+        return _pct(raw)
+    return f"{_pct(clipped)} (raw {_pct(raw)})"
+
+
+def _flags(row: object) -> str:
+    flags = getattr(row, "interval_flags", "")
+    if not isinstance(flags, str) or not flags:
+        return "ok"
+    return "unstable: " + flags
 
 
 def calibration_markdown(table: pd.DataFrame) -> str:
+    methods = sorted(set(table["method"]))
+    rg_method = "; ".join(INTERVAL_METHODS[m] for m in methods)
     lines = [
-        "# verify: judge calibration and the Rogan-Gladen corrected pass rate",
+        "# verify: judge calibration and the corrected pass rate",
         "",
         "TPR and TNR come from the labelled slice (the post's 50 hand-labelled replies; the",
         "calibration split of each dataset). The reported rate q is the judge's pass rate on the",
-        "judged set (the post's 400 replies; the evaluation split), corrected as",
-        "p = (q - (1 - TNR)) / (TPR - (1 - TNR)). Intervals: Wilson for q, TPR and TNR; for p, a",
-        "parametric bootstrap over all three rates (docs/replication.md). Percent.",
+        "judged set (the post's 400 replies; the evaluation split). Rogan-Gladen corrects it as",
+        "p = (q - (1 - TNR)) / (TPR - (1 - TNR)); PPI (prediction-powered inference) estimates",
+        "the human pass rate as the judge's rate on the unlabelled judged items plus the mean",
+        "(human - judge) on the labelled ones, and applies only where the labelled slice is a",
+        "random subset of the judged set (the post; not the datasets, whose calibration split is",
+        "apart from the evaluation split). Percent; 95% intervals unless the csv's `level` says",
+        "otherwise.",
+        "",
+        "Interval methods, by column: reported q and TPR/TNR (csv), Wilson score interval;",
+        f"Rogan-Gladen p, {rg_method}",
+        "(the default chosen by the coverage study, docs/statistics.md); PPI p, the normal",
+        "interval of PPI (Angelopoulos et al., 2023). Estimates and intervals are shown clipped",
+        "to [0, 100] with raw values beside estimates outside it; the csv keeps every raw value.",
+        "An interval is flagged unstable, with the reason, when it has no bound, when its raw",
+        "form is wider than [0, 100], when many bootstrap draws were undefined, or when the",
+        "coverage check at its own sizes (the study's simulation, run in a world with the row's",
+        "estimated rates and its numbers of labelled and judged items) finds it covering fewer",
+        "than 93% of simulated studies (csv: `check_coverage`, `check_undefined`).",
         "",
         "| source | dataset | rendering | labels (pass/fail) | TPR | TNR | agreement |"
-        " reported q | corrected p | p interval | human pass rate | status |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---|",
+        " reported q [Wilson] | Rogan-Gladen p | Rogan-Gladen interval | PPI p | PPI interval"
+        " | human pass rate | status | interval |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|---|---|",
     ]
     for row in table.itertuples(index=False):
-        corrected = _pct(row.corrected)
-        if row.status == "outside_unit_interval":
-            corrected += f" (clipped {_pct(row.corrected_clipped)})"
+        ppi = getattr(row, "ppi", None)
+        ppi_shown = "n/a (labels not from the judged set)" if ppi is None or pd.isna(ppi) \
+            else _shown(ppi, row.ppi_clipped)
+        ppi_interval = _interval(getattr(row, "ppi_low_clipped", None),
+                                 getattr(row, "ppi_high_clipped", None))
         lines.append(
             f"| {row.source} | {row.dataset} | {row.rendering} | {row.tp + row.fn}/{row.fp + row.tn}"
             f" | {_pct(row.tpr)} | {_pct(row.tnr)} | {_pct(row.agreement)} | {_pct(row.q)}"
-            f" {_interval(row.q_low, row.q_high)} | {corrected} |"
-            f" {_interval(row.corrected_low, row.corrected_high)}{_undefined_share(row)} |"
-            f" {_pct(row.human_pass_rate)} |"
-            f" {row.status} |"
+            f" {_interval(row.q_low, row.q_high)} |"
+            f" {_shown(row.corrected, row.corrected_clipped)} |"
+            f" {_interval(row.corrected_low_clipped, row.corrected_high_clipped)} |"
+            f" {ppi_shown} | {ppi_interval} |"
+            f" {_pct(row.human_pass_rate)} | {row.status} | {_flags(row)} |"
         )
     lines += ["", "Undefined bootstrap draws (TPR* + TNR* <= 1) are left out of the interval and"
               " counted in the csv (`n_undefined`).", ""]
     return "\n".join(lines)
 
 
+def _is_missing(value: object) -> bool:
+    return value is None or pd.isna(value)
+
+
+def _error(point: float, low: object, high: object):
+    if _is_missing(low):
+        return None
+    return [[max(0.0, point - 100 * float(low))], [max(0.0, 100 * float(high) - point)]]
+
+
 def plot_calibration(table: pd.DataFrame, confusion: Confusion, png: Path, pdf: Path) -> None:
-    """Left: labelled replies by human and judge verdict. Right: reported vs corrected rates."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8),
+    """Left: labelled replies by human and judge verdict. Right: reported, Rogan-Gladen and PPI
+    rates with their intervals, clipped to [0, 100]; unstable intervals dashed, with the reason."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 0.9 * len(table) + 3.6),
                                       gridspec_kw={"width_ratios": [1, 2]})
     groups = ["human pass", "human fail"]
     judge_pass = [confusion.tp, confusion.fp]
@@ -135,36 +188,51 @@ def plot_calibration(table: pd.DataFrame, confusion: Confusion, png: Path, pdf: 
     ys = range(len(table))
     human_shown = False
     for y, row in zip(ys, table.itertuples(index=False)):
-        right.errorbar(100 * row.q, y + 0.15, xerr=[[100 * (row.q - row.q_low)],
+        right.errorbar(100 * row.q, y - 0.25, xerr=[[100 * (row.q - row.q_low)],
                                                     [100 * (row.q_high - row.q)]],
                        fmt="o", color="#7f7f7f", capsize=3,
-                       label="reported (judge)" if y == 0 else None)
-        if row.corrected is not None and not pd.isna(row.corrected):
-            low, high = row.corrected_low_clipped, row.corrected_high_clipped
+                       label="reported (judge), Wilson" if y == 0 else None)
+        flags = getattr(row, "interval_flags", "")
+        unstable = isinstance(flags, str) and bool(flags)
+        if not _is_missing(row.corrected):
             point = 100 * row.corrected_clipped
-            right.errorbar(point, y - 0.15,
-                           xerr=[[point - 100 * low], [100 * high - point]] if low is not None
-                           and not pd.isna(low) else None,
-                           fmt="s", color="#1f77b4", capsize=3,
-                           label="corrected (Rogan-Gladen)" if y == 0 else None)
+            bars = right.errorbar(point, y, xerr=_error(point, row.corrected_low_clipped,
+                                                        row.corrected_high_clipped),
+                                  fmt="s", color="#1f77b4", capsize=3,
+                                  label="Rogan-Gladen" if y == 0 else None)
+            if unstable and bars.lines[2]:
+                bars.lines[2][0].set_linestyle("--")
             if row.status == "outside_unit_interval":
-                right.text(point + 2 if point < 50 else point - 2, y - 0.4,
+                right.text(point + 2 if point < 50 else point - 2, y + 0.12,
                            f"raw estimate {100 * row.corrected:.1f}%, outside [0, 100]",
-                           ha="left" if point < 50 else "right", va="center", fontsize=8)
+                           ha="left" if point < 50 else "right", va="center", fontsize=7)
         else:
-            right.text(2, y - 0.15, "undefined: TPR + TNR <= 1", va="center", fontsize=8)
-        if row.human_pass_rate is not None and not pd.isna(row.human_pass_rate):
+            right.text(2, y, "Rogan-Gladen undefined: TPR + TNR <= 1", va="center", fontsize=8)
+        if unstable:
+            right.text(1, y + 0.4, "unstable: " + flags, va="center", fontsize=6.5,
+                       color="#b00000")
+        ppi = getattr(row, "ppi", None)
+        if not _is_missing(ppi):
+            point = 100 * row.ppi_clipped
+            right.errorbar(point, y + 0.25, xerr=_error(point, row.ppi_low_clipped,
+                                                        row.ppi_high_clipped),
+                           fmt="^", color="#ff7f0e", capsize=3, label="PPI")
+        if not _is_missing(row.human_pass_rate):
             right.plot(100 * row.human_pass_rate, y, marker="*", color="black", markersize=10,
                        linestyle="none", label=None if human_shown else "human pass rate")
             human_shown = True
     right.set_yticks(list(ys), labels, fontsize=8)
-    right.invert_yaxis()
+    right.set_ylim(len(table) - 0.45, -0.55)  # top to bottom, room for each row's note
     right.set_xlim(0, 100)
-    right.set_xlabel("pass rate (%)")
-    right.set_title("reported and corrected pass rate, 95% intervals")
+    right.set_xlabel("pass rate (%), intervals clipped to [0, 100]")
+    method = "; ".join(INTERVAL_METHODS[m] for m in sorted(set(table["method"])))
+    right.set_title("reported and corrected pass rate, 95% intervals\n"
+                    f"Rogan-Gladen: {method}; PPI: normal interval; reported: Wilson",
+                    fontsize=9)
     handles, names = right.get_legend_handles_labels()
     unique = dict(zip(names, handles))
-    right.legend(unique.values(), unique.keys(), frameon=False, fontsize=8, loc="lower right")
+    right.legend(unique.values(), unique.keys(), frameon=False, fontsize=8, loc="upper left",
+                 bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     Path(png).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=150)

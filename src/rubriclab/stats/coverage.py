@@ -1,0 +1,503 @@
+"""A simulation study of the intervals the project reports: coverage and width in known worlds.
+
+Each *cell* is a world with a known true value and a sample size; each of R seeded replicates
+draws data from the world, computes every interval method on it, and records whether the
+interval covers the truth and how wide it is (clipped to [0, 1] for rates). Coverage is the
+share of replicates whose interval covers the truth; a replicate with no interval (an undefined
+estimate) counts as not covering and is also counted on its own (`undefined`); the coverage
+among the replicates that have an interval is `coverage_defined`. The Monte Carlo
+error of a coverage c over R replicates is sqrt(c (1 - c) / R); of a mean width, the standard
+deviation of the widths over sqrt(their count).
+
+Three families, one per work:
+
+- verify (`verify_cell`): true pass rate p, judge TPR and TNR, a labelled slice of m items and a
+  judged set of n items, the slice either independent of the judged set or a random subset of
+  it. Methods: rubriclab.stats.prevalence.METHODS.
+- transfer (`transfer_cell`): Algorithm 4's paired percentile bootstrap over n examples for a
+  micro-averaged Q metric (Algorithm 1), a paired difference of two generators' Q on the same
+  examples, and an Algorithm 3 mean of per-example Spearman correlations with undefined
+  examples left out. Every world has its true value in closed form (see `TRANSFER_WORLDS`).
+- carry (`carry_cell`): the correct-passed and flawed-caught rates of one rubric over a set of
+  correct and flawed items, with carry's ratio bootstrap (Algorithm 4 over items).
+
+Everything is vectorised over replicates with numpy; memory is bounded by `chunk`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from itertools import product
+
+import numpy as np
+import pandas as pd
+from scipy.stats import rankdata
+
+from rubriclab.stats import prevalence
+from rubriclab.stats.bootstrap import percentile_rows
+
+RESULT_COLUMNS = ["family", "world", "size", "method", "truth", "replicates", "coverage",
+                  "coverage_mc", "undefined", "coverage_defined", "mean_width", "width_mc",
+                  "wider_than_unit", "undefined_draws"]
+
+
+@dataclass(frozen=True)
+class VerifyCell:
+    p: float
+    tpr: float
+    tnr: float
+    m: int  # labelled slice
+    n: int  # judged set
+    design: str  # "independent" or "subset"
+
+    def __post_init__(self) -> None:
+        if self.design not in ("independent", "subset"):
+            raise ValueError(f"design must be 'independent' or 'subset', got {self.design!r}")
+        if self.design == "subset" and self.m > self.n:
+            raise ValueError(f"a labelled subset of {self.m} items needs a judged set of at "
+                             f"least as many, got n={self.n}")
+        for name in ("p", "tpr", "tnr"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+
+    @property
+    def q(self) -> float:
+        return self.tpr * self.p + (1 - self.tnr) * (1 - self.p)
+
+    @property
+    def world(self) -> str:
+        return f"p={self.p:g} TPR={self.tpr:g} TNR={self.tnr:g}"
+
+    @property
+    def size(self) -> str:
+        return f"m={self.m} n={self.n} {self.design}"
+
+
+@dataclass(frozen=True)
+class VerifyGrid:
+    """The verify grid of the issue; `cells()` drops subset cells whose slice exceeds the set."""
+
+    p: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
+    tpr: tuple[float, ...] = (0.6, 0.8, 0.99)
+    tnr: tuple[float, ...] = (0.6, 0.8, 0.99)
+    m: tuple[int, ...] = (20, 50, 200)
+    n: tuple[int, ...] = (100, 400, 2000)
+    designs: tuple[str, ...] = ("independent", "subset")
+
+    def cells(self) -> list[VerifyCell]:
+        return [VerifyCell(p, tpr, tnr, m, n, design)
+                for design, m, n, p, tpr, tnr in product(self.designs, self.m, self.n, self.p,
+                                                         self.tpr, self.tnr)
+                if not (design == "subset" and m > n)]
+
+
+def draw_verify(cell: VerifyCell, replicates: int, rng: np.random.Generator) -> dict:
+    """Counts of `replicates` independent studies in the world of `cell`.
+
+    Labelled slice: m items, each a human pass with probability p; the judge passes a human
+    pass with probability TPR and fails a human fail with probability TNR. Judged set: n items
+    whose judge verdict passes with probability q = TPR p + (1 - TNR)(1 - p); in the subset
+    design the slice is m of them (so k counts the slice's judge passes), the other n - m are
+    the unlabelled items PPI uses; in the independent design all n are.
+    """
+    n_pos = rng.binomial(cell.m, cell.p, size=replicates)
+    tp = rng.binomial(n_pos, cell.tpr)
+    tn = rng.binomial(cell.m - n_pos, cell.tnr)
+    fn, fp = n_pos - tp, cell.m - n_pos - tn
+    n_unlabelled = cell.n - cell.m if cell.design == "subset" else cell.n
+    k_unlabelled = rng.binomial(n_unlabelled, cell.q, size=replicates)
+    k = k_unlabelled + tp + fp if cell.design == "subset" else k_unlabelled
+    return {"k": k, "n": np.full(replicates, cell.n), "tp": tp, "fn": fn, "fp": fp, "tn": tn,
+            "k_unlabelled": k_unlabelled, "n_unlabelled": np.full(replicates, n_unlabelled)}
+
+
+def verify_intervals(counts: dict, method: str, *, n_boot: int, rng: np.random.Generator,
+                     level: float = 0.95) -> prevalence.Intervals:
+    """One method's intervals for every replicate of `counts` (see `draw_verify`)."""
+    cells = (counts["tp"], counts["fn"], counts["fp"], counts["tn"])
+    if method == "jeffreys_bootstrap":
+        return prevalence.jeffreys_bootstrap(counts["k"], counts["n"], *cells, n_boot=n_boot,
+                                             rng=rng, level=level)
+    if method == "labelled_bootstrap":
+        return prevalence.labelled_bootstrap(counts["k"], counts["n"], *cells, n_boot=n_boot,
+                                             rng=rng, level=level)
+    if method == "lang_reiczigel":
+        return prevalence.lang_reiczigel(counts["k"], counts["n"], *cells, level=level)
+    if method in ("ppi", "ppi_plus_plus"):
+        return prevalence.ppi(counts["k_unlabelled"], counts["n_unlabelled"], *cells,
+                              level=level, power_tuned=method == "ppi_plus_plus")
+    raise ValueError(f"unknown method {method!r}; methods: {', '.join(prevalence.METHODS)}")
+
+
+def verify_cell(cell: VerifyCell, *, replicates: int, n_boot: int, seed: int,
+                methods: tuple[str, ...] = prevalence.METHODS, level: float = 0.95,
+                chunk: int = 250) -> list[dict]:
+    """Coverage and width of each method in one verify cell; one result row per method."""
+    rng = np.random.default_rng(seed)
+    counts = draw_verify(cell, replicates, rng)
+    rows = []
+    for method in methods:
+        lows, highs, drawn_out = [], [], []
+        for start in range(0, replicates, chunk):
+            part = {key: value[start:start + chunk] for key, value in counts.items()}
+            result = verify_intervals(part, method, n_boot=n_boot, rng=rng, level=level)
+            lows.append(result.low)
+            highs.append(result.high)
+            drawn_out.append(result.n_undefined / result.n_draws if result.n_draws
+                             else np.zeros_like(result.low))
+        rows.append(summarise("verify", cell.world, cell.size, method, cell.p,
+                              np.concatenate(lows), np.concatenate(highs),
+                              undefined_draws=np.concatenate(drawn_out), clip=True))
+    return rows
+
+
+def summarise(family: str, world: str, size: str, method: str, truth: float, low: np.ndarray,
+              high: np.ndarray, *, undefined_draws: np.ndarray | None = None,
+              clip: bool) -> dict:
+    """One result row (RESULT_COLUMNS) from the raw bounds of R replicates."""
+    low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+    replicates = low.size
+    exists = ~np.isnan(low) & ~np.isnan(high)
+    covered = exists & (low <= truth) & (truth <= high)
+    coverage = float(covered.mean())
+    shown_low, shown_high = (np.clip(low, 0, 1), np.clip(high, 0, 1)) if clip else (low, high)
+    widths = (shown_high - shown_low)[exists]
+    return {
+        "family": family, "world": world, "size": size, "method": method, "truth": truth,
+        "replicates": replicates, "coverage": coverage,
+        "coverage_mc": math.sqrt(coverage * (1 - coverage) / replicates),
+        "undefined": float(1 - exists.mean()),
+        "coverage_defined": float(covered[exists].mean()) if exists.any() else math.nan,
+        "mean_width": float(widths.mean()) if widths.size else math.nan,
+        "width_mc": float(widths.std(ddof=1) / math.sqrt(widths.size)) if widths.size > 1
+        else math.nan,
+        "wider_than_unit": float(((high - low)[exists] > 1).mean()) if exists.any() else math.nan,
+        "undefined_draws": float(np.mean(undefined_draws)) if undefined_draws is not None
+        else 0.0,
+    }
+
+
+# --- transfer: Algorithm 4 over examples ---------------------------------------------------
+
+@dataclass(frozen=True)
+class QWorld:
+    """One Q metric's world (Algorithm 1 with a known value).
+
+    Example i has K_i = 1 + Binomial(19, 1/2) measurement criteria, h_i ~ Binomial(K_i, a) of
+    them at the start state a, and a per-example transfer rate theta_i = mu * w_i with
+    w_i ~ 2 Beta(3, 3) (mean 1; it makes examples differ). After the intervention
+    Binomial(h_i, theta_i) of the h_i move to b, and Binomial(K_i - h_i, back) of those already
+    at b move away, so g_i = moved - moved back. Q = sum g / sum h has the population value
+    mu - back (1 - a) / a. A second generator on the same examples has mu_other, the same w_i
+    (its transfers rise and fall with the example's) and the same h_i (the measurement rubric
+    is shared), so the paired difference Q - Q_other has the value mu - mu_other.
+    """
+
+    name: str
+    mu: float
+    a: float
+    back: float = 0.02
+    mu_other: float | None = None
+
+    def __post_init__(self) -> None:
+        for value in (self.mu, self.mu_other):
+            if value is not None and not 0 <= 2 * value <= 1:
+                raise ValueError(f"{self.name}: transfer rates must be in [0, 0.5], got {value}")
+
+    @property
+    def truth(self) -> float:
+        if self.mu_other is not None:
+            return self.mu - self.mu_other
+        return self.mu - self.back * (1 - self.a) / self.a
+
+
+# The four Q metrics of transfer's Figure 3, each with its own start share and transfer rate,
+# and the Figure 5 comparison of two generators (a difference of 0.1, and none).
+TRANSFER_WORLDS = (
+    QWorld("Q+(Cg->C*)", mu=0.2, a=0.4),
+    QWorld("Q-(Cg->C*)", mu=0.45, a=0.6),
+    QWorld("Q+(C*->Cg)", mu=0.3, a=0.35),
+    QWorld("Q-(C*->Cg)", mu=0.4, a=0.65),
+)
+DIFFERENCE_WORLDS = (
+    QWorld("Q+(Cg->C*) G1 - G2", mu=0.3, a=0.4, mu_other=0.2),
+    QWorld("Q+(Cg->C*) G1 - G2 (no difference)", mu=0.2, a=0.4, mu_other=0.2),
+)
+
+
+@dataclass(frozen=True)
+class SpearmanWorld:
+    """Algorithm 3: a panel of 8 responses per example whose (generated, expert) scores are
+    bivariate normal with correlation r; an example is undefined (a constant score) with
+    probability `undefined` and left out of the mean. The mean Spearman correlation of 8 such
+    pairs is (6 / pi) ((K - 2) / (K + 1) asin(r / 2) + asin(r) / (K + 1)) (Moran, 1948)."""
+
+    name: str
+    r: float
+    undefined: float = 0.1
+    panel: int = 8
+
+    @property
+    def truth(self) -> float:
+        k = self.panel
+        return 6 / math.pi * ((k - 2) / (k + 1) * math.asin(self.r / 2)
+                              + math.asin(self.r) / (k + 1))
+
+
+SPEARMAN_WORLDS = (SpearmanWorld("Algorithm 3 mean Spearman, r=0.3", 0.3),
+                   SpearmanWorld("Algorithm 3 mean Spearman, r=0.7", 0.7))
+
+TRANSFER_SIZES = (15, 35, 105)
+
+
+def draw_q(world: QWorld, n: int, replicates: int, rng: np.random.Generator):
+    """(h, g, g_other): (replicates, n) arrays of per-example counts."""
+    size = (replicates, n)
+    k = 1 + rng.binomial(19, 0.5, size=size)
+    h = rng.binomial(k, world.a)
+    w = 2 * rng.beta(3, 3, size=size)
+    at_b = k - h
+    g = rng.binomial(h, world.mu * w) - rng.binomial(at_b, world.back)
+    g_other = None
+    if world.mu_other is not None:
+        g_other = rng.binomial(h, world.mu_other * w) - rng.binomial(at_b, world.back)
+    return h, g, g_other
+
+
+def bootstrap_sums(values: list[np.ndarray], n_boot: int, rng: np.random.Generator,
+                   ) -> list[np.ndarray]:
+    """Algorithm 4's draws for many replicates: for each (replicates, n) array its sums over
+    n_boot draws of n examples with replacement, one draw shared by every array (paired)."""
+    replicates, n = values[0].shape
+    indices = rng.integers(0, n, size=(replicates, n_boot, n))
+    rows = np.arange(replicates)[:, None, None]
+    return [array[rows, indices].sum(axis=-1) for array in values]
+
+
+def transfer_cell(world: QWorld | SpearmanWorld, n: int, *, replicates: int, n_boot: int,
+                  seed: int, level: float = 0.95, chunk: int = 100) -> dict:
+    """Coverage of Algorithm 4's percentile interval for one transfer statistic at n examples."""
+    rng = np.random.default_rng(seed)
+    lows, highs, drawn_out = [], [], []
+    for start in range(0, replicates, chunk):
+        size = min(chunk, replicates - start)
+        if isinstance(world, SpearmanWorld):
+            rho, defined = draw_spearman(world, n, size, rng)
+            total, count = bootstrap_sums([np.where(defined, rho, 0.0),
+                                           defined.astype(np.float64)], n_boot, rng)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                replicate = np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
+        else:
+            h, g, g_other = draw_q(world, n, size, rng)
+            if g_other is None:
+                sum_h, sum_g = bootstrap_sums([h, g], n_boot, rng)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    replicate = np.where(sum_h > 0, sum_g / np.where(sum_h > 0, sum_h, 1), np.nan)
+            else:
+                sum_h, sum_g, sum_o = bootstrap_sums([h, g, g_other], n_boot, rng)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    replicate = np.where(sum_h > 0, (sum_g - sum_o) / np.where(sum_h > 0, sum_h,
+                                                                               1), np.nan)
+        low, high, n_used = percentile_rows(replicate, level)
+        lows.append(low)
+        highs.append(high)
+        drawn_out.append(1 - n_used / n_boot)
+    return summarise("transfer", world.name, f"n={n}", "algorithm4_percentile", world.truth,
+                     np.concatenate(lows), np.concatenate(highs),
+                     undefined_draws=np.concatenate(drawn_out), clip=False)
+
+
+def draw_spearman(world: SpearmanWorld, n: int, replicates: int, rng: np.random.Generator):
+    """(rho, defined): per-example Spearman correlations of panels of `world.panel` responses."""
+    size = (replicates, n, world.panel)
+    x = rng.standard_normal(size)
+    y = world.r * x + math.sqrt(1 - world.r ** 2) * rng.standard_normal(size)
+    rx, ry = rankdata(x, axis=-1), rankdata(y, axis=-1)
+    rx -= rx.mean(axis=-1, keepdims=True)
+    ry -= ry.mean(axis=-1, keepdims=True)
+    rho = (rx * ry).sum(axis=-1) / np.sqrt((rx ** 2).sum(axis=-1) * (ry ** 2).sum(axis=-1))
+    defined = rng.random((replicates, n)) >= world.undefined
+    return rho, defined
+
+
+# --- carry: correct-passed and flawed-caught rates ------------------------------------------
+
+CARRY_SIZES = ((36, 72), (51, 49), (56, 56))  # Recon-108, SummEdits, RAGTruth (correct, flawed)
+CARRY_RATES = ((0.5, 0.5), (0.8, 0.7), (0.95, 0.9), (0.99, 0.97))
+
+
+@dataclass(frozen=True)
+class CarryCell:
+    correct_passed: float
+    flawed_caught: float
+    n_correct: int
+    n_flawed: int
+
+    @property
+    def world(self) -> str:
+        return f"correct passed={self.correct_passed:g} flawed caught={self.flawed_caught:g}"
+
+    @property
+    def size(self) -> str:
+        return f"{self.n_correct} correct + {self.n_flawed} flawed"
+
+
+def carry_cells() -> list[CarryCell]:
+    return [CarryCell(cp, fc, nc, nf) for (nc, nf), (cp, fc) in product(CARRY_SIZES, CARRY_RATES)]
+
+
+def carry_cell(cell: CarryCell, *, replicates: int, n_boot: int, seed: int, level: float = 0.95,
+               chunk: int = 100) -> list[dict]:
+    """carry's ratio bootstrap (one draw of items shared by both rates, as
+    rubriclab.stats.bootstrap.ratio_bootstrap) on items with known rates."""
+    rng = np.random.default_rng(seed)
+    n = cell.n_correct + cell.n_flawed
+    correct = np.zeros(n, dtype=np.float64)
+    correct[:cell.n_correct] = 1
+    out = {"correct_passed": ([], []), "flawed_caught": ([], [])}
+    for start in range(0, replicates, chunk):
+        size = min(chunk, replicates - start)
+        passes_correct = rng.random((size, n)) < cell.correct_passed
+        caught_flawed = rng.random((size, n)) < cell.flawed_caught
+        is_correct = np.broadcast_to(correct, (size, n))
+        numerators = [is_correct * passes_correct, (1 - is_correct) * caught_flawed,
+                      is_correct, 1 - is_correct]
+        passed, caught, n_c, n_f = bootstrap_sums(numerators, n_boot, rng)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for name, top, bottom in (("correct_passed", passed, n_c),
+                                      ("flawed_caught", caught, n_f)):
+                low, high, _ = percentile_rows(np.where(bottom > 0, top / np.where(
+                    bottom > 0, bottom, 1), np.nan), level)
+                out[name][0].append(low)
+                out[name][1].append(high)
+    return [summarise("carry", f"{name.replace('_', ' ')}={truth:g}", cell.size,
+                      "ratio_bootstrap", truth, np.concatenate(out[name][0]),
+                      np.concatenate(out[name][1]), clip=True)
+            for name, truth in (("correct_passed", cell.correct_passed),
+                                ("flawed_caught", cell.flawed_caught))]
+
+
+# --- the whole study ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StudySize:
+    """Replicates and bootstrap draws per cell (the defaults are the benchmark's)."""
+
+    verify_replicates: int = 400
+    verify_boot: int = 1000
+    transfer_replicates: int = 1000
+    transfer_boot: int = 1000
+    carry_replicates: int = 500
+    carry_boot: int = 1000
+    verify_grid: VerifyGrid = field(default_factory=VerifyGrid)
+
+
+def run_study(size: StudySize, *, seed: int = 0, families=("verify", "transfer", "carry"),
+              progress=None) -> pd.DataFrame:
+    """Every cell of every family; each cell seeded from (seed, its position) so that cells can
+    be rerun alone. Returns one row per cell and method (RESULT_COLUMNS)."""
+    rows: list[dict] = []
+    verify_seeds, transfer_seeds, carry_seeds = np.random.SeedSequence(seed).spawn(3)
+    if "verify" in families:
+        cells = size.verify_grid.cells()
+        for i, (cell, child) in enumerate(zip(cells, verify_seeds.spawn(len(cells)))):
+            rows += verify_cell(cell, replicates=size.verify_replicates,
+                                n_boot=size.verify_boot, seed=_seed(child))
+            if progress:
+                progress("verify", i + 1, len(cells))
+    if "transfer" in families:
+        worlds = [(w, n) for w in TRANSFER_WORLDS + DIFFERENCE_WORLDS + SPEARMAN_WORLDS
+                  for n in TRANSFER_SIZES]
+        for i, ((world, n), child) in enumerate(zip(worlds, transfer_seeds.spawn(len(worlds)))):
+            rows.append(transfer_cell(world, n, replicates=size.transfer_replicates,
+                                      n_boot=size.transfer_boot, seed=_seed(child)))
+            if progress:
+                progress("transfer", i + 1, len(worlds))
+    if "carry" in families:
+        cells = carry_cells()
+        for i, (cell, child) in enumerate(zip(cells, carry_seeds.spawn(len(cells)))):
+            rows += carry_cell(cell, replicates=size.carry_replicates, n_boot=size.carry_boot,
+                               seed=_seed(child))
+            if progress:
+                progress("carry", i + 1, len(cells))
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def _seed(sequence: np.random.SeedSequence) -> int:
+    return int(sequence.generate_state(1)[0])
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+METHOD_NAMES = {
+    "jeffreys_bootstrap": "Jeffreys bootstrap", "labelled_bootstrap": "labelled bootstrap",
+    "lang_reiczigel": "Lang-Reiczigel", "ppi": "PPI", "ppi_plus_plus": "PPI++",
+    "algorithm4_percentile": "Algorithm 4", "ratio_bootstrap": "Algorithm 4 (ratio)",
+}
+
+
+def _cover(row) -> str:
+    return f"{row.coverage:.3f} ± {row.coverage_mc:.3f}"
+
+
+def _width(row) -> str:
+    if math.isnan(row.mean_width):
+        return "n/a"
+    return f"{row.mean_width:.3f} ± {row.width_mc:.3f}"
+
+
+def cell_markdown(table: pd.DataFrame, family: str) -> str:
+    """Every cell of one family, one line per cell, each method's coverage and mean width with
+    their Monte Carlo errors ("c ± mc | w ± mc"); verify adds the share without an interval."""
+    part = table[table["family"] == family]
+    if part.empty:
+        return ""
+    methods = list(dict.fromkeys(part["method"]))
+    header = ["world", "size"]
+    for method in methods:
+        name = METHOD_NAMES.get(method, method)
+        header += [f"{name} coverage", f"{name} width"]
+    if family == "verify":
+        header += ["no interval (RG / PPI)"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for (size, world), cell in part.groupby(["size", "world"], sort=False):
+        by_method = {row.method: row for row in cell.itertuples(index=False)}
+        values = [world, size]
+        for method in methods:
+            row = by_method[method]
+            values += [_cover(row), _width(row)]
+        if family == "verify":
+            rg = by_method.get("lang_reiczigel", next(iter(by_method.values())))
+            ppi = by_method.get("ppi", rg)
+            values.append(f"{rg.undefined:.3f} / {ppi.undefined:.3f}")
+        lines.append("| " + " | ".join(values) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def summary_markdown(table: pd.DataFrame, floor: float = 0.93) -> str:
+    """Per family and method (and, for verify, labelled-slice size m): the mean coverage over
+    cells, the share of cells below `floor`, the lowest cell, and the mean width."""
+    lines = []
+    for family, part in table.groupby("family", sort=False):
+        keys = ["method"]
+        if family == "verify":
+            part = part.assign(m=part["size"].str.extract(r"m=(\d+)")[0].astype(int))
+            keys = ["method", "m"]
+        elif family == "transfer":
+            keys = ["method", "size"]
+        elif family == "carry":
+            keys = ["method", "size"]
+        lines += [f"### {family}", "",
+                  "| " + " | ".join(keys) + " | cells | mean coverage | cells below "
+                  f"{floor:.2f} | lowest cell | mean coverage with an interval | mean width |",
+                  "|" + "---|" * (len(keys) + 6)]
+        for key, group in part.groupby(keys, sort=False):
+            key = key if isinstance(key, tuple) else (key,)
+            names = [METHOD_NAMES.get(str(k), str(k)) for k in key]
+            lines.append(
+                "| " + " | ".join(names) + f" | {len(group)} | {group.coverage.mean():.3f} |"
+                f" {(group.coverage < floor).mean():.2f} | {group.coverage.min():.3f} |"
+                f" {group.coverage_defined.mean():.3f} | {group.mean_width.mean():.3f} |")
+        lines.append("")
+    return "\n".join(lines)
