@@ -97,7 +97,7 @@ def answer(messages: list[dict[str, str]], model: str, nth: int) -> tuple[str, s
     return response_format, text
 
 
-_AMOUNT = re.compile(r'"amount_usd": ([0-9.]+)')
+_AMOUNT = re.compile(r'"amount_usd": "?([0-9.]+)')
 
 
 def _agent_action(messages: list[dict[str, str]], bits: int) -> str:
