@@ -8,9 +8,10 @@ import pytest
 
 from rubriclab.carry.checklists import Check
 from rubriclab.carry.experiment import (
-    FAIL, ITEM_COLUMNS, PASS, UNDETERMINED, VERDICT_COLUMNS, CautiousGate, EvidenceSource,
+    FAIL, ITEM_COLUMNS, PASS, UNDETERMINED, VERDICT_COLUMNS, EvidenceSource,
     JudgeSpec, State, Verdicts, adapt_revision, attribution_rows, chain_counts, check_codes,
-    check_texts_by_scope, checked_rubric_round_trip, decision_rows, failing_positions,
+    check_texts_by_scope, checked_rubric_round_trip, decision_rows,
+    decisions_without_evidence, failing_positions, require_disjoint,
     judge_items_and_rubrics, judge_plan, rate_rows, read_items, recon_items, rendering_codes,
     rendering_state_codes, replay_chain, revision_from_record, revision_to_record,
     rubric_after, run_reviser_chain, set_codes, verdict_rows,
@@ -436,7 +437,7 @@ def test_evidence_source_only_uses_items_in_the_rubric_scope():
     assert everything(ABC["e1"], revision).flawed.tolist() == [True, True, False, True]
 
 
-def test_cautious_gate_r_with_one_label_keeps_the_rubric_unchanged():
+def test_gate_r_replay_with_one_label_keeps_the_rubric_and_counts_the_refusals():
     only_flawed = GATE_ITEMS[GATE_ITEMS["label"] == "flawed"]
     record, _ = record_chain(ABC, [[delete("a"), edit("b", "M."), keep("c"), add("N.")],
                                    [delete("c"), keep("b"), keep("r1-add1")]])
@@ -445,25 +446,30 @@ def test_cautious_gate_r_with_one_label_keeps_the_rubric_unchanged():
     assert [r.rubric for r in result.rounds] == [ABC["e1"], ABC["e1"]]
     rows = decision_rows(replayed)
     assert all(r["accepted"] == (r["action"] == "keep") for r in rows)
-    assert {r["reason"] for r in rows} == {"Gate R: no calibration items of both labels"}
+    assert [r["evidence"] for r in rows if r["action"] != "keep"] == [False] * 4
+    assert decisions_without_evidence(replayed, 1) == 3
+    assert decisions_without_evidence(replayed, 2) == 4
+    with_both = replay_chain(record, "R", EvidenceSource(abc_verdicts(), GATE_ITEMS))
+    assert decisions_without_evidence(with_both, 2) == 0
 
 
-def test_cautious_gate_delegates_when_both_labels_are_there():
-    revision = Revision((Delete("a"), Keep("b"), Keep("c")), 1, REVISER, "free")
-    evidence = GateEvidence(np.array([True, True, False]),
-                            {"a": np.array([True, False, False]),
-                             "b": np.array([False, True, False]),
-                             "c": np.array([False, True, False])})
-    cautious = CautiousGate(get_gate("R"), "R").decide(ABC["e1"], revision, evidence)
-    assert cautious == get_gate("R").decide(ABC["e1"], revision, evidence)
-    # deleting a drops g1: BA (1 + 1)/2 = 1 -> (1 + 1/2)/2 = 0.75, refused
-    assert [d.accepted for d in cautious] == [False, True, True]
-    only_correct = GateEvidence(np.array([False]), {i: np.array([False]) for i in "abc"})
-    decisions = CautiousGate(get_gate("R"), "R").decide(ABC["e1"], revision, only_correct)
-    assert [d.accepted for d in decisions] == [False, True, True]
-    # other gates are never made cautious
-    s = CautiousGate(get_gate("S"), "S").decide(ABC["e1"], revision, only_correct)
-    assert [d.accepted for d in s] == [True, True, True]
+def test_gate_s_replay_of_a_scope_without_gate_items_changes_nothing():
+    record, _ = record_chain(ABC, [[delete("a"), delete("b"), keep("c"), add("N.")]])
+    elsewhere = GATE_ITEMS[GATE_ITEMS["scope"] == "e2"]
+    for gate in ("S", "S+P", "R"):
+        replayed = replay_chain(record, gate, EvidenceSource(abc_verdicts(), elsewhere))
+        assert replayed["e1"].final == ABC["e1"]
+        assert decisions_without_evidence(replayed, 1) == 3
+    assert replay_chain(record, "P", None)["e1"].final.ids == ["c", "r1-add1"]
+
+
+def test_evidence_source_without_items_and_disjointness():
+    source = EvidenceSource(abc_verdicts(), GATE_ITEMS)
+    assert source.without(["g1"]).item_ids == {"g2", "g3", "x1"}
+    assert source.item_ids == {"g1", "g2", "g3", "x1"}
+    require_disjoint(source.without(["g1"]).item_ids, ["g1"], "here")
+    with pytest.raises(ValueError, match=r"here: 1 item\(s\) are both gate evidence and scored"):
+        require_disjoint(source.item_ids, ["g1", "zz"], "here")
 
 
 # --- rates ----------------------------------------------------------------------------------

@@ -1,16 +1,22 @@
 """One judge's analysis of a carry dataset: rates of every rubric state, gate decisions,
 Shapley attribution and the deletions of the self-review chains.
 
-Item sets. Recon: the judged items are the Recon-108 reports of the chosen environments;
-Recon-72 (a subset) is the item set of Figure 1 and the gate items; rates of chains are on
-Recon-108, over all environments and over the evaluation environments. SummEdits /
-RAGTruth: the gate items are the calibration split, rates are on the evaluation split.
+Evidence and scores never overlap (`require_disjoint` is asserted on every replay):
 
-Gate variants. standard: an operation on a rubric is decided with the judge's verdicts on
-every gate item in its scope. loo (Recon only, carry Table 2): the rubric that grades the
-reports of environment e is replayed with evidence from every gate item except e's reports
-(for a rubric written for e alone that leaves no evidence: Gates S and P then decide
-without labels and Gate R changes nothing; see `CautiousGate`).
+standard  the gates decide with the calibration items only (Recon: the Recon-72 reports of
+          the calibration environments; SummEdits / RAGTruth: the calibration split), and
+          gated rubrics are scored on the evaluation items only (Recon: the Recon-108 reports
+          of the evaluation environments, rows environments="evaluation"; else the
+          evaluation split). Start and ungated rubrics use no evidence and are also scored on
+          every judged Recon environment (environments="all").
+loo       (Recon only, carry Table 2, leave-one-report-out) every judged Recon-108 report r is
+          scored by the rubric its scope's chain reaches when the gate decides with the
+          Recon-72 reports of every judged environment except r itself (r not in Recon-72:
+          all of them). Environment-specific (hand) rubrics so keep evidence from their own
+          environment's other reports. Replayed for the gates in `LOO_GATES`.
+
+A gate without evidence for a change refuses it; every rate row counts those decisions
+(n_no_evidence, summed over the replays behind the state) and decisions.csv marks each.
 """
 
 from __future__ import annotations
@@ -25,12 +31,14 @@ import pandas as pd
 
 from rubriclab.carry.experiment import (
     EvidenceSource, State, Verdicts, attribution_rows, checked_rubric_round_trip, decision_rows,
-    failing_positions,
-    rate_rows, rendering_state_codes, replay_chain, rubric_after, rubric_for, set_codes,
+    decisions_without_evidence, failing_positions, rate_rows, rendering_state_codes,
+    replay_chain, require_disjoint, rubric_after, rubric_for, set_codes,
 )
 from rubriclab.carry.revision import Rubric
+from rubriclab.carry.sources import ALL_SCOPE
 
-START_LABELS = dict(mode="", seed=0, round=0, gate="none", variant="standard")
+START_LABELS = dict(mode="", seed=0, round=0, gate="none", variant="standard", n_no_evidence=0)
+LOO_GATES = ("S+P",)
 
 
 @dataclass(frozen=True)
@@ -57,14 +65,25 @@ class Setting:
     renderings: Sequence[str]
     B: int
     seed: int
+    loo_gates: Sequence[str] = LOO_GATES  # gates replayed leave-one-out (Recon)
+
+
+def gate_items(items: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """The calibration items the standard gates decide with (see the module docstring)."""
+    calibration = items[items["split"] == "calibration"]
+    return calibration[calibration["in_recon72"]] if dataset == "recon" else calibration
 
 
 def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
             start_sets: Mapping[str, Mapping[str, Rubric]],
             chains: Sequence[Chain]) -> dict[str, pd.DataFrame]:
     recon = setting.dataset == "recon"
-    gate_items = items[items["in_recon72"]] if recon else items[items["split"] == "calibration"]
+    gate_pool = gate_items(items, setting.dataset)
     scored = items if recon else items[items["split"] == "evaluation"]
+    evaluation = (scored["split"] == "evaluation").to_numpy()
+    scored_evaluation = scored[evaluation]
+    require_disjoint(gate_pool["item_id"], scored_evaluation["item_id"],
+                     f"{setting.dataset} standard gate evidence and gated scores")
     rows: list[dict] = []
     decisions: list[dict] = []
     common = dict(dataset=setting.dataset, judge=setting.judge)
@@ -80,11 +99,11 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
         rows += rate_rows(recon72, states, metrics, setting.B, setting.seed, **common,
                           item_set="recon72", environments="all")
 
-    chain_states = []
+    everywhere, gated = [], []  # states over all scored items; over the evaluation items
     for source, rubric_set in start_sets.items():
-        chain_states.append(State(dict(source=source, rendering="per_check", **START_LABELS),
-                                  set_codes(scored, verdicts, lambda scope, s=rubric_set: s)))
-    standard = EvidenceSource(verdicts, gate_items)
+        everywhere.append(State(dict(source=source, rendering="per_check", **START_LABELS),
+                                set_codes(scored, verdicts, lambda scope, s=rubric_set: s)))
+    standard = EvidenceSource(verdicts, gate_pool)
     for chain in chains:
         for gate in setting.gates:
             replayed = replay_chain(chain.record, gate, standard)
@@ -92,25 +111,21 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
                 checked_rubric_round_trip(chain.record, replayed)
             decisions += decision_rows(replayed, **common, **chain.labels, gate=gate,
                                        variant="standard")
-            chain_states += _round_states(chain, gate, "standard", scored, verdicts,
-                                          lambda scope, r=replayed: r)
-            if recon:
-                by_environment = {
-                    environment: replay_chain(chain.record, gate, EvidenceSource(
-                        verdicts, gate_items[gate_items["scope"] != environment]))
-                    for environment in sorted(set(scored["scope"]))
-                }
-                chain_states += _round_states(chain, gate, "loo", scored, verdicts,
-                                              lambda scope, r=by_environment: r[scope])
+            target, on = (everywhere, scored) if gate == "none" or not recon \
+                else (gated, scored_evaluation)
+            target += _round_states(chain, gate, "standard", on, verdicts,
+                                    lambda scope, r=replayed: r,
+                                    lambda n, r=replayed: decisions_without_evidence(r, n))
+            if recon and gate in setting.loo_gates:
+                everywhere += _loo_states(chain, gate, scored, verdicts,
+                                          EvidenceSource(verdicts, items[items["in_recon72"]]))
     item_set = "recon108" if recon else "evaluation"
-    rows += rate_rows(scored, chain_states, metrics, setting.B, setting.seed, **common,
+    rows += rate_rows(scored, everywhere, metrics, setting.B, setting.seed, **common,
                       item_set=item_set, environments="all")
-    if recon:
-        evaluation = scored["split"] == "evaluation"
-        if evaluation.any():
-            subset = [State(s.labels, s.codes[evaluation.to_numpy()]) for s in chain_states]
-            rows += rate_rows(scored[evaluation], subset, metrics, setting.B, setting.seed,
-                              **common, item_set=item_set, environments="evaluation")
+    if recon and evaluation.any():
+        subset = [State(s.labels, s.codes[evaluation]) for s in everywhere] + gated
+        rows += rate_rows(scored_evaluation, subset, metrics, setting.B, setting.seed,
+                          **common, item_set=item_set, environments="evaluation")
 
     attribution, deletions = _attribution(setting, scored, verdicts, chains)
     return {
@@ -121,6 +136,37 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
     }
 
 
+def _loo_states(chain: Chain, gate: str, scored: pd.DataFrame, verdicts: Verdicts,
+                pool: EvidenceSource) -> list[State]:
+    """Leave-one-report-out states after rounds 1..R: each scored report graded by the rubric
+    of a replay whose evidence leaves that report out (module docstring)."""
+    rounds = int(chain.record["rounds"])
+    pool_ids = pool.item_ids
+    replays: dict[tuple[str, str], dict] = {}  # (scope of the rubric, left-out item) -> result
+    rubric_scopes = list(chain.record["scopes"])
+    codes = np.zeros((rounds, len(scored)), dtype=np.int8)
+    no_evidence = np.zeros(rounds, dtype=int)
+    for k, item in enumerate(scored.itertuples(index=False)):
+        scope = item.scope if item.scope in rubric_scopes else ALL_SCOPE
+        if scope not in rubric_scopes:
+            raise ValueError(f"chain {chain.labels}: no rubric applies to scope {item.scope!r}")
+        left_out = item.item_id if item.item_id in pool_ids else ""
+        key = (scope, left_out)
+        if key not in replays:
+            source = pool.without([left_out]) if left_out else pool
+            require_disjoint(source.item_ids, [item.item_id],
+                             f"leave-one-out evidence of {item.item_id!r}")
+            replays[key] = replay_chain(chain.record, gate, source, scopes=[scope])
+            no_evidence += [decisions_without_evidence(replays[key], n)
+                            for n in range(1, rounds + 1)]
+        result = replays[key][scope]
+        for n in range(1, rounds + 1):
+            codes[n - 1, k] = verdicts.rubric_code(item.item_id, result.rubric_after(n))
+    return [State(dict(**chain.labels, rendering="per_check", round=n, gate=gate,
+                       variant="loo", n_no_evidence=int(no_evidence[n - 1])), codes[n - 1])
+            for n in range(1, rounds + 1)]
+
+
 def _rendering_codes(items: pd.DataFrame, verdicts: Verdicts, source: str, rendering: str,
                      rubric_set: Mapping[str, Rubric]) -> np.ndarray:
     if rendering == "per_check":
@@ -129,14 +175,16 @@ def _rendering_codes(items: pd.DataFrame, verdicts: Verdicts, source: str, rende
 
 
 def _round_states(chain: Chain, gate: str, variant: str, items: pd.DataFrame,
-                  verdicts: Verdicts, results_for) -> list[State]:
-    """States after rounds 1..R; results_for(item scope) -> scope -> ChainResult."""
+                  verdicts: Verdicts, results_for, no_evidence) -> list[State]:
+    """States after rounds 1..R; results_for(item scope) -> scope -> ChainResult;
+    no_evidence(round) -> decisions made without evidence up to that round."""
     states = []
     for round_number in range(1, int(chain.record["rounds"]) + 1):
         def rubric_set(scope: str, n=round_number) -> dict[str, Rubric]:
             return {s: result.rubric_after(n) for s, result in results_for(scope).items()}
         states.append(State(dict(**chain.labels, rendering="per_check", round=round_number,
-                                 gate=gate, variant=variant),
+                                 gate=gate, variant=variant,
+                                 n_no_evidence=no_evidence(round_number)),
                             set_codes(items, verdicts, rubric_set)))
     return states
 

@@ -48,7 +48,8 @@ VERDICT_COLUMNS = ["item_id", "kind", "scope", "source", "rendering", "check_tex
                    "answer"]
 RATE_COLUMNS = [
     "dataset", "judge", "item_set", "environments", "source", "rendering", "mode", "seed",
-    "round", "gate", "variant", "metric", "value", "low", "high", "n", "n_undetermined",
+    "round", "gate", "variant", "n_no_evidence", "metric", "value", "low", "high", "n",
+    "n_undetermined",
 ]
 
 
@@ -361,6 +362,15 @@ class EvidenceSource:
     verdicts: Verdicts
     items: pd.DataFrame  # gate items: item_id, label, scope
 
+    @property
+    def item_ids(self) -> frozenset[str]:
+        return frozenset(self.items["item_id"])
+
+    def without(self, item_ids: Iterable[str]) -> EvidenceSource:
+        """The same source with these items left out."""
+        left_out = set(item_ids)
+        return EvidenceSource(self.verdicts, self.items[~self.items["item_id"].isin(left_out)])
+
     def for_scope(self, scope: str) -> Callable[[Rubric, Revision], GateEvidence]:
         in_scope = _in_scope(self.items, scope)
 
@@ -381,35 +391,16 @@ class EvidenceSource:
         return evidence
 
 
-@dataclass(frozen=True)
-class CautiousGate:
-    """A gate that cannot decide without evidence of both labels refuses every change.
-
-    Gate R compares balanced accuracy, which needs calibration items of both labels; with
-    fewer (a leave-one-environment-out replay of an environment-specific rubric), keeps are
-    accepted and every other operation is refused, so the rubric stays as it was.
-    """
-
-    inner: object
-    name: str
-
-    def decide(self, rubric: Rubric, revision: Revision,
-               evidence: GateEvidence | None) -> list[Decision]:
-        if self.name == "R" and evidence is not None:
-            flawed = evidence.flawed
-            if flawed.all() or not flawed.any():
-                return [Decision(i, isinstance(op, Keep),
-                                 "Gate R: no calibration items of both labels")
-                        for i, op in enumerate(revision.ops)]
-        return self.inner.decide(rubric, revision, evidence)
-
-
-def replay_chain(record: Mapping, gate_name: str,
-                 evidence_source: EvidenceSource | None) -> dict[str, ChainResult]:
-    """Every scope of a recorded chain replayed with `gate_name` deciding each operation."""
-    gate = CautiousGate(get_gate(gate_name), gate_name)
+def replay_chain(record: Mapping, gate_name: str, evidence_source: EvidenceSource | None,
+                 scopes: Iterable[str] | None = None) -> dict[str, ChainResult]:
+    """Every scope of a recorded chain (or only `scopes`) replayed with `gate_name` deciding
+    each change. A gate with no evidence for a change refuses it (`rubriclab.carry.gates`)."""
+    gate = get_gate(gate_name)
+    wanted = None if scopes is None else set(scopes)
     results = {}
     for scope, chain in record["scopes"].items():
+        if wanted is not None and scope not in wanted:
+            continue
         start = rubric_from_dict(chain["start"])
         recorded = [revision_from_record(r, r["round"], record["reviser"], record["mode"])
                     for r in chain["rounds"]]
@@ -433,7 +424,7 @@ def decision_rows(results: Mapping[str, ChainResult], **labels: object) -> list[
         for chain_round in result.rounds:
             if chain_round.rejected:
                 rows.append(dict(labels, scope=scope, round=chain_round.round, op_index=-1,
-                                 action="", check_id="", accepted=False,
+                                 action="", check_id="", accepted=False, evidence=True,
                                  reason=f"proposal {chain_round.proposal.kind}: "
                                         f"{chain_round.proposal.reason}"))
                 continue
@@ -442,12 +433,29 @@ def decision_rows(results: Mapping[str, ChainResult], **labels: object) -> list[
                 rows.append(dict(labels, scope=scope, round=chain_round.round,
                                  op_index=decision.op_index, action=type(op).__name__.lower(),
                                  check_id=getattr(op, "check_id", ""),
-                                 accepted=decision.accepted, reason=decision.reason))
+                                 text=getattr(op, "new_text", ""),
+                                 accepted=decision.accepted, evidence=decision.evidence,
+                                 reason=decision.reason))
     return rows
 
 
 def _ungated(chain_round) -> list[Decision]:
     return [Decision(i, True, "ungated") for i in range(len(chain_round.proposal.ops))]
+
+
+def decisions_without_evidence(results: Mapping[str, ChainResult], up_to_round: int) -> int:
+    """How many changes of rounds 1..up_to_round the gate refused for want of evidence."""
+    return sum(not d.evidence for result in results.values() for r in result.rounds
+               if r.round <= up_to_round for d in r.decisions)
+
+
+def require_disjoint(gate_item_ids: Iterable[str], scored_item_ids: Iterable[str],
+                     what: str) -> None:
+    """Gate evidence and scores never share an item: raise naming the shared ones."""
+    shared = sorted(set(gate_item_ids) & set(scored_item_ids))
+    if shared:
+        raise ValueError(f"{what}: {len(shared)} item(s) are both gate evidence and scored, "
+                         f"e.g. {shared[:3]}")
 
 
 # --- rates ----------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ a gate may then refuse some of its operations, so a gated fixed-count round can 
 count (a delete accepted, its paired add refused).
 
 Applying a revision (`apply_revision`) with some operations accepted:
-    keep    accepted: the check stays as it is.  refused: the check is removed (only Gate S
-            refuses keeps: it removes kept checks that carry false-fail blame).
+    keep    accepted: the check stays as it is.  refused: the check is removed (no gate of
+            `rubriclab.carry.gates` refuses a keep: a keep is not a change).
     edit    accepted: same id and origin, new text, lineage gains "r<round>: edit by <reviser>".
             refused: the check stays as it was.
     delete  accepted: the check disappears.  refused: the check stays as it was.
@@ -36,13 +36,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Protocol, Union
 
 from rubriclab.carry.checklists import Check, Checklist
 from rubriclab.llm.formats import UnparseableAnswer, get_format
-
-if TYPE_CHECKING:
-    from rubriclab.carry.gates import Decision, Gate, GateEvidence
 
 MODES = ("free", "fixed_count", "delete_only")
 REVISION_FORMAT = "rubric_revision"
@@ -449,6 +446,25 @@ def _fresh_id(base: str, taken: set[str]) -> str:
 # --- chains ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class Decision:
+    """A gate's decision on one operation of a revision (`rubriclab.carry.gates`)."""
+
+    op_index: int
+    accepted: bool
+    reason: str
+    evidence: bool = True  # False: the gate had no evidence for this change and refused it
+
+
+class Gate(Protocol):
+    """What a chain needs of a gate (`rubriclab.carry.gates` builds them; this module does
+    not import it, so the two modules do not import each other)."""
+
+    name: str
+
+    def decide(self, rubric: Rubric, revision: Revision, evidence: Any) -> list[Decision]: ...
+
+
+@dataclass(frozen=True)
 class ChainRound:
     """One round: what was proposed, what the gate decided, and the rubric after it.
 
@@ -501,7 +517,7 @@ class ChainResult:
 
 
 Propose = Callable[[Rubric, int], Union[Revision, RevisionRejected]]
-EvidenceFor = Callable[[Rubric, Revision], "GateEvidence"]
+EvidenceFor = Callable[[Rubric, Revision], Any]  # -> gates.GateEvidence
 
 
 def run_chain(start: Rubric, rounds: int, propose: Propose, gate: Gate | None = None,
