@@ -86,11 +86,12 @@ def add(text):
     return {"action": "add", "text": text}
 
 
-def record_chain(start: dict[str, Rubric], answers, mode="free", seed=0) -> tuple[dict, list]:
+def record_chain(start: dict[str, Rubric], answers, mode="free", seed=0,
+                 source="") -> tuple[dict, list]:
     ask = ScriptedReviser(answers)
     rounds = len(answers) // len(start)
     record = run_reviser_chain(start, rounds, mode, seed, REVISER, temperature=0.7,
-                               max_tokens=900, description=DESCRIPTION, ask=ask)
+                               max_tokens=900, description=DESCRIPTION, ask=ask, source=source)
     assert ask.answers == []
     return record, ask.requests
 
@@ -296,6 +297,20 @@ def test_run_reviser_chain_records_every_round_and_asks_with_the_current_rubric(
         DESCRIPTION, rubric_after(record, "e1", 1), "free")
     assert requests[3].message_dicts() == revision_messages(DESCRIPTION, START[ALL_SCOPE],
                                                             "free")
+
+
+def test_an_added_check_names_its_reviser_and_the_start_it_was_added_to():
+    answers = [[keep("a"), keep("b"), keep("c"), add("N.")]]
+    for source in ("hand", "label"):
+        record, _ = record_chain(ABC, answers, source=source)
+        assert record["source"] == source and record["reviser"] == REVISER
+        added = rubric_after(record, "e1", 1).check("r1-add1")
+        assert added.origin == f"review by {REVISER} of {source}"
+        for gate in ("none", "S+P"):   # a replay gives the add the same origin
+            replayed = replay_chain(record, gate, EvidenceSource(abc_verdicts(), GATE_ITEMS))
+            if "r1-add1" in replayed["e1"].final.ids:
+                assert replayed["e1"].final.check("r1-add1").origin == added.origin
+        checked_rubric_round_trip(record)
 
 
 def test_ungated_replay_reproduces_the_recorded_rubrics():

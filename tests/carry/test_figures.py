@@ -14,7 +14,7 @@ from tests.figure_files import assert_figure_files, paths
 MAIN = "anthropic/claude-sonnet-4-5"
 OTHER = "anthropic/claude-haiku-4-5"
 N = {"correct_passed": 24, "flawed_caught": 48, "unplanned_caught": 12}
-BASE = dict(dataset="recon", judge=MAIN, item_set="recon108", environments="all",
+BASE = dict(dataset="recon", judge=MAIN, item_set="recon108", environments="all", reviser="",
             source="hand", rendering="per_check", mode="", seed=0, round=0, gate="none",
             variant="standard", low=math.nan, high=math.nan, n_undetermined=0)
 

@@ -37,7 +37,7 @@ from rubriclab.carry.experiment import (
 from rubriclab.carry.revision import Rubric
 from rubriclab.carry.sources import ALL_SCOPE
 
-START_LABELS = dict(mode="", seed=0, round=0, gate="none", variant="standard", n_no_evidence=0)
+START_LABELS = dict(reviser="", mode="", seed=0, round=0, gate="none", variant="standard", n_no_evidence=0)
 LOO_GATES = ("S+P",)
 
 
@@ -48,7 +48,8 @@ class Chain:
 
     @property
     def labels(self) -> dict:
-        return dict(source=self.source, mode=self.record["mode"], seed=int(self.record["seed"]))
+        return dict(reviser=self.record["reviser"], source=self.source, mode=self.record["mode"],
+                    seed=int(self.record["seed"]))
 
 
 def read_chains(paths) -> list[Chain]:
@@ -214,7 +215,7 @@ def _attribution(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
                                           had_blame=bool(row.blame > 0)))
     attribution = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return attribution, pd.DataFrame(deletions, columns=[
-        "dataset", "judge", "source", "mode", "seed", "round", "scope", "check_id", "origin",
+        "dataset", "judge", "reviser", "source", "mode", "seed", "round", "scope", "check_id", "origin",
         "had_unique_catch", "had_blame"])
 
 

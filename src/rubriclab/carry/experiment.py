@@ -47,8 +47,8 @@ ITEM_COLUMNS = ["item_id", "task", "output", "label", "scope", "split", "unplann
 VERDICT_COLUMNS = ["item_id", "kind", "scope", "source", "rendering", "check_text", "vote",
                    "answer"]
 RATE_COLUMNS = [
-    "dataset", "judge", "item_set", "environments", "source", "rendering", "mode", "seed",
-    "round", "gate", "variant", "n_no_evidence", "metric", "value", "low", "high", "n",
+    "dataset", "judge", "item_set", "environments", "reviser", "source", "rendering", "mode",
+    "seed", "round", "gate", "variant", "n_no_evidence", "metric", "value", "low", "high", "n",
     "n_undetermined",
 ]
 
@@ -132,7 +132,7 @@ def revision_to_record(revision: Revision | RevisionRejected) -> dict:
 
 
 def revision_from_record(record: Mapping, round_number: int, reviser: str,
-                         mode: str) -> Revision | RevisionRejected:
+                         mode: str, start: str = "") -> Revision | RevisionRejected:
     if record["status"] != "proposed":
         return RevisionRejected(record["reason"], kind=record["status"])
     ops: list[Operation] = []
@@ -148,12 +148,13 @@ def revision_from_record(record: Mapping, round_number: int, reviser: str,
             ops.append(Add(op["text"]))
         else:
             raise ValueError(f"round {round_number}: unknown action {action!r} in a chain record")
-    return Revision(ops=tuple(ops), round=round_number, reviser=reviser, mode=mode)
+    return Revision(ops=tuple(ops), round=round_number, reviser=reviser, mode=mode,
+                    start=start)
 
 
 def run_reviser_chain(start: Mapping[str, Rubric], rounds: int, mode: str, seed: int,
                       reviser: str, temperature: float, max_tokens: int, description: str,
-                      ask: Callable[[Request], object]) -> dict:
+                      ask: Callable[[Request], object], source: str = "") -> dict:
     """Every scope's rubric revised for `rounds` rounds, ungated; the record of the chain.
 
     `ask(request)` returns a Completion (the model layer's); its raw text is parsed against
@@ -172,7 +173,8 @@ def run_reviser_chain(start: Mapping[str, Rubric], rounds: int, mode: str, seed:
                 return RevisionRejected(f"reviser answer {completion.outcome}: "
                                         f"{completion.error or completion.text[:120]!r}",
                                         kind="unparseable")
-            return revision_from_answer(completion.text, current, mode, round_number, reviser)
+            return revision_from_answer(completion.text, current, mode, round_number, reviser,
+                                        source)
 
         result = run_chain(rubric, rounds, propose)
         scopes[scope] = {
@@ -180,7 +182,8 @@ def run_reviser_chain(start: Mapping[str, Rubric], rounds: int, mode: str, seed:
             "rounds": [dict(round=r.round, **revision_to_record(r.proposal),
                             rubric=rubric_to_dict(r.rubric)) for r in result.rounds],
         }
-    return {"mode": mode, "seed": seed, "reviser": reviser, "rounds": rounds, "scopes": scopes}
+    return {"source": source, "mode": mode, "seed": seed, "reviser": reviser, "rounds": rounds,
+            "scopes": scopes}
 
 
 def chain_counts(record: Mapping) -> dict[str, int]:
@@ -352,7 +355,7 @@ def adapt_revision(recorded: Revision, rubric: Rubric) -> Revision:
             mentioned.add(op.check_id)
     ops += [Keep(check_id) for check_id in rubric.ids if check_id not in mentioned]
     return Revision(ops=tuple(ops), round=recorded.round, reviser=recorded.reviser,
-                    mode=recorded.mode)
+                    mode=recorded.mode, start=recorded.start)
 
 
 @dataclass
@@ -402,7 +405,8 @@ def replay_chain(record: Mapping, gate_name: str, evidence_source: EvidenceSourc
         if wanted is not None and scope not in wanted:
             continue
         start = rubric_from_dict(chain["start"])
-        recorded = [revision_from_record(r, r["round"], record["reviser"], record["mode"])
+        recorded = [revision_from_record(r, r["round"], record["reviser"], record["mode"],
+                                         record.get("source", ""))
                     for r in chain["rounds"]]
 
         def propose(rubric: Rubric, round_number: int, recorded=recorded):

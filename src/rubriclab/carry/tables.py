@@ -60,8 +60,11 @@ def interval_cell(rows: pd.DataFrame, metrics: Sequence[str]) -> str:
 CI = " 95% CI"
 
 
-def chain_label(source: str, mode: str, seed: int, with_seed: bool = True) -> str:
+def chain_label(reviser: str, source: str, mode: str, seed: int, with_seed: bool = True) -> str:
+    """"Hand-written, free, review by <reviser>, seed 1" (carry Table 2: "H, Opus seed 1")."""
     label = f"{SOURCE_TITLES.get(source, source)}, {MODE_TITLES.get(mode, mode)}"
+    if reviser:
+        label += f", review by {reviser}"
     return f"{label}, seed {seed}" if with_seed else label
 
 
@@ -70,14 +73,16 @@ def chain_label(source: str, mode: str, seed: int, with_seed: bool = True) -> st
 
 
 def _final_rounds(chains: pd.DataFrame) -> pd.Series:
-    """Each chain's final round, indexed by (source, mode, seed) in chain order."""
+    """Each chain's final round, indexed by (reviser, source, mode, seed) in chain order."""
     order = sort_chains(chains[CHAIN_KEYS].drop_duplicates())
     final = chains.groupby(CHAIN_KEYS)["round"].max()
     return final.reindex(pd.MultiIndex.from_frame(order))
 
 
-def _chain_rows(frame: pd.DataFrame, source: str, mode: str, seed: int) -> pd.DataFrame:
-    return frame[(frame["source"] == source) & (frame["mode"] == mode) & (frame["seed"] == seed)]
+def _chain_rows(frame: pd.DataFrame, reviser: str, source: str, mode: str,
+                seed: int) -> pd.DataFrame:
+    return frame[(frame["reviser"] == reviser) & (frame["source"] == source)
+                 & (frame["mode"] == mode) & (frame["seed"] == seed)]
 
 
 # --------------------------------------------------------------------------- Table 2
@@ -100,14 +105,15 @@ def table2_gate_replay(rates: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     judges = list(dict.fromkeys(base["judge"]))
     metrics = ["correct_passed", "flawed_caught", "unplanned_caught"]
     records = []
-    for (source, mode, seed), final in _final_rounds(chains).items():
+    for (reviser, source, mode, seed), final in _final_rounds(chains).items():
         states = [("start", 0, chains), (f"ungated (round {final})", final, chains),
                   ("Gate S+P, leave-one-out", final, loo)]
         for label, round_, pool in states:
-            rows = _chain_rows(pool, source, mode, seed)
+            rows = _chain_rows(pool, reviser, source, mode, seed)
             rows = rows[rows["round"] == round_]
-            record = {"chain": chain_label(source, mode, seed), "source": source, "mode": mode,
-                      "seed": seed, "rubric_or_gate": label, "round": round_}
+            record = {"chain": chain_label(reviser, source, mode, seed), "reviser": reviser,
+                      "source": source, "mode": mode, "seed": seed, "rubric_or_gate": label,
+                      "round": round_}
             for judge in judges:
                 record[judge] = rates_cell(rows[rows["judge"] == judge], metrics)
                 record[judge + CI] = interval_cell(rows[rows["judge"] == judge], metrics)
@@ -155,15 +161,17 @@ def _table3_dataset(rows: pd.DataFrame, dataset: str) -> pd.DataFrame:
     what = f"Table 3 dataset {dataset!r}"
     chains = chains_with_start(rows, what)
     ensure_unique(chains, [*CHAIN_KEYS, "round", "gate", "metric"], what)
-    seeds_per_arm = chains.groupby(["source", "mode"])["seed"].nunique()
+    seeds_per_arm = chains.groupby(["reviser", "source", "mode"])["seed"].nunique()
     metrics = ["correct_passed", "flawed_caught"]
     records = []
-    for (source, mode, seed), final in _final_rounds(chains).items():
-        mine = _chain_rows(chains, source, mode, seed)
+    for (reviser, source, mode, seed), final in _final_rounds(chains).items():
+        mine = _chain_rows(chains, reviser, source, mode, seed)
         start = mine[(mine["round"] == 0) & (mine["gate"] == "none")]
         record = {"dataset": dataset,
-                  "chain": chain_label(source, mode, seed, seeds_per_arm[(source, mode)] > 1),
-                  "source": source, "mode": mode, "seed": seed, "final_round": final,
+                  "chain": chain_label(reviser, source, mode, seed,
+                                       seeds_per_arm[(reviser, source, mode)] > 1),
+                  "reviser": reviser, "source": source, "mode": mode, "seed": seed,
+                  "final_round": final,
                   "n_correct": item_count(rows, "correct_passed"),
                   "n_flawed": item_count(rows, "flawed_caught"),
                   "start": rates_cell(start, metrics), "start" + CI: interval_cell(start, metrics)}
