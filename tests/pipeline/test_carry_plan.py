@@ -40,3 +40,20 @@ def test_the_main_reviser_must_be_among_the_revisers(tmp_path):
     result = dry_run(tmp_path, models, "figures/carry/table2_gate_replay.md")
     assert result.returncode != 0
     assert "config key 'models.revisers'" in result.stderr + result.stdout
+
+
+def test_the_gate_agreement_table_reads_every_judges_decisions(tmp_path):
+    models = "{'judge': 'fake/hash', 'generator': 'fake/hash', 'reviser': 'fake/hash'}"
+    carry = "{'judges': ['fake/hash', 'fake/hash?salt=b']}"
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
+         "-n", "-p", "--configfile", str(REPO / "config" / "config.yaml"),
+         "--config", f"models={models}", f"carry={carry}", "--",
+         "figures/carry/table_gate_agreement.md"],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    block = result.stdout.split("rule carry_gate_agreement:", 1)[1].split("\n\n", 1)[0]
+    inputs = block.split("input:", 1)[1].split("\n", 1)[0]
+    decisions = [p for p in inputs.split(", ") if p.strip().endswith("decisions.csv")]
+    # three datasets x two judges
+    assert len(decisions) == 6, block

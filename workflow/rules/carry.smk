@@ -191,6 +191,23 @@ rule carry_failing_checks:
         "../scripts/carry_failing_checks.py"
 
 
+rule carry_gate_agreement:
+    input:
+        decisions=[f for d in CARRY_DATASETS for f in carry_judge_files(d, "decisions.csv")],
+    output:
+        md=report("figures/carry/table_gate_agreement.md",
+                  caption="../report/carry_gate_agreement.rst", category="carry"),
+        csv="figures/carry/table_gate_agreement.csv",
+        splits="figures/carry/table_gate_agreement_splits.csv",
+    params:
+        judges=CARRY_JUDGES,
+        code=CARRY_CODE,
+    log:
+        "logs/carry_gate_agreement.log",
+    script:
+        "../scripts/carry_gate_agreement.py"
+
+
 def carry_report(path, caption):
     # One caption file per rule: it picks the figure's or table's text by wildcard (Jinja).
     return report(path, caption=f"../report/{caption}", category="carry")

@@ -168,6 +168,7 @@ def carry_targets():
     return [
         *expand("figures/carry/{figure}.{ext}", figure=CARRY_FIGURES, ext=["png", "pdf"]),
         *expand("figures/carry/{table}.{ext}", table=CARRY_TABLES, ext=["md", "csv"]),
+        *expand("figures/carry/table_gate_agreement{part}", part=[".md", ".csv", "_splits.csv"]),
     ]
 
 
