@@ -406,3 +406,56 @@ def test_labelled_dataset_rates_on_the_evaluation_split():
     deletions = out["deletions"]
     assert deletions[["check_id", "origin", "had_unique_catch"]].values.tolist() == [
         ["l1", "label", True]]
+
+
+# --- Tables 4 and 5: the paper's rows -------------------------------------------------------
+
+def verdicts_from(fails: dict[str, set], item_ids) -> Verdicts:
+    rows = [dict(item_id=i, kind="check", scope="", source="", rendering="per_check",
+                 check_text=text, vote=0, answer="no" if i in failing else "yes")
+            for text, failing in fails.items() for i in item_ids]
+    return Verdicts(pd.DataFrame(rows))
+
+
+def test_table4_rows_are_the_papers_reports_with_pass_and_fail():
+    variants = ["correct-1", "correct-2", "correct-part-b", "fabricated_finding-1",
+                "missed_finding-1", "missed_finding-2", "wrong_resource-1", "unchecked_omission-1"]
+    items = pd.DataFrame([dict(item_id=f"recon:s:{v}", task="t", output=v,
+                               label="correct" if v.startswith("correct") else "flawed",
+                               scope="s", split="calibration", unplanned=v.startswith("unch"),
+                               in_recon72=v != "correct-part-b") for v in variants])
+    starts = {"hand": {"s": Rubric("h", (RubricCheck("h1", H1, "hand"),))},
+              "label": {ALL_SCOPE: Rubric("l", (RubricCheck("l1", L1, "label"),))}}
+    record = {"source": "hand", "mode": "free", "seed": 1, "reviser": "r", "rounds": 0,
+              "scopes": {"s": {"start": {"name": "h", "checks": [
+                  {"id": "h1", "text": H1, "origin": "hand", "lineage": []}]}, "rounds": []}}}
+    from rubriclab.carry.analysis import recon_failing_rows
+    verdicts = verdicts_from({H1: {"recon:s:missed_finding-1"}, L1: set()}, items["item_id"])
+    rows = recon_failing_rows(items, verdicts, starts, [Chain("hand", record)], "s", "After")
+    hand = [(r["item_name"], r["label"], r["failing_positions"]) for r in rows
+            if r["rubric_version"] == "Hand-written"]
+    assert hand == [("correct 1", "pass", "[]"), ("correct 2", "pass", "[]"),
+                    ("correct (Part B)", "pass", "[]"), ("missed finding", "fail", "[1]"),
+                    ("fabricated", "fail", "[]"), ("wrong resource", "fail", "[]")]
+    with pytest.raises(ValueError, match=r"no report\(s\) \['correct-part-b'\]"):
+        recon_failing_rows(items[items["item_id"] != "recon:s:correct-part-b"], verdicts,
+                           starts, [Chain("hand", record)], "s", "After")
+
+
+def test_table5_takes_the_four_responses_of_one_example():
+    from rubriclab.carry.analysis import table5_example
+    rows = [("a1", "A", "correct"), ("a2", "A", "flawed"),                    # one of each
+            ("b1", "B", "correct"), ("b2", "B", "flawed"), ("b3", "B", "correct"),
+            ("b4", "B", "flawed"), ("b5", "B", "flawed"),                     # the example
+            ("c1", "C", "correct"), ("c2", "C", "correct"), ("c3", "C", "flawed"),
+            ("c4", "C", "flawed")]                                            # later, also 2+2
+    items = pd.DataFrame([dict(item_id=i, task=t, label=label, split="evaluation")
+                          for i, t, label in rows]
+                         + [dict(item_id="0", task="Z", label="correct", split="calibration")])
+    example = table5_example(items)
+    assert list(example["item_id"]) == ["b1", "b3", "b2", "b4"]
+    # no task with two of each: the one with most of its rarer label
+    fewer = items[~items["task"].isin(["B", "C"])]
+    assert list(table5_example(fewer)["item_id"]) == ["a1", "a2"]
+    with pytest.raises(ValueError, match="no RAGTruth evaluation item"):
+        table5_example(items[items["split"] == "calibration"])

@@ -164,11 +164,17 @@ def table3_rates():
 
 def test_table3_cells_and_headings(table3_rates):
     markdown, table = table3_gates_human_labeled(table3_rates, OPUS)
-    assert list(table["dataset"]) == ["summedits", "summedits", "ragtruth"]
+    chains = table[table["kind"] == "chain"]
+    assert list(chains["dataset"]) == ["summedits", "summedits", "ragtruth"]
     by = f"review by {OPUS}"
-    assert list(table["chain"]) == [f"Generated, free, {by}", f"Label-taught, fixed count, {by}",
-                                    f"Label-taught, free, {by}"]
-    generated = table.iloc[0]
+    assert list(chains["chain"]) == [f"Generated, free, {by}",
+                                     f"Label-taught, fixed count, {by}",
+                                     f"Label-taught, free, {by}"]
+    # one seed per chain here: the csv's seed rows hold the same cells
+    assert list(table[table["kind"] == "seed"]["chain"]) == [
+        f"Generated, free, {by}, seed 1", f"Label-taught, fixed count, {by}, seed 1",
+        f"Label-taught, free, {by}, seed 1"]
+    generated = chains.iloc[0]
     assert [generated[c] for c in ("start", "ungated", "Gate R", "Gate P", "Gate S",
                                    "Gate S+P")] == [
         "72.5 / 79.6", "58.8 / 87.8", "64.7 / 83.7", "58.8 / 87.8", "68.6 / 81.6",
@@ -182,16 +188,24 @@ def test_table3_cells_and_headings(table3_rates):
     assert "after round 2" in markdown
 
 
-def test_table3_adds_seed_only_when_an_arm_has_several(table3_rates):
+def test_table3_has_one_row_per_chain_the_mean_of_its_seeds(table3_rates):
     second = human_chain("ragtruth", "label", "free", (80.4, 75.0),
                          {"none": (50.0, 90.0)}, RAGTRUTH_N, seed=2)
     rates = pd.concat([table3_rates, frame(second)], ignore_index=True)
-    _, table = table3_gates_human_labeled(rates, OPUS)
+    markdown, table = table3_gates_human_labeled(rates, OPUS)
     rag = table[table["dataset"] == "ragtruth"]
     by = f"review by {OPUS}"
     assert list(rag["chain"]) == [f"Label-taught, free, {by}, seed 1",
-                                  f"Label-taught, free, {by}, seed 2"]
+                                  f"Label-taught, free, {by}, seed 2",
+                                  f"Label-taught, free, {by}, mean of 2 seeds"]
+    assert list(rag["kind"]) == ["seed", "seed", "chain"]
     assert rag.iloc[1]["Gate S+P"] == "n/a / n/a"
+    mean = rag.iloc[2]
+    # ungated: seed 1 60.7 / 80.4, seed 2 50.0 / 90.0 -> 55.35 / 85.2
+    assert mean["ungated"] == "55.4 / 85.2" and mean["seed"] == "mean"
+    assert mean["Gate S+P"] == "80.4 / 75.0"      # only seed 1 has the gate
+    chain_lines = [line for line in markdown.splitlines() if "mean of 2 seeds" in line]
+    assert len(chain_lines) == 1 and "| 55.4 / 85.2 |" in chain_lines[0]
 
 
 def test_table3_errors(table3_rates):

@@ -238,50 +238,88 @@ def pick_chain(chains: Sequence[Chain], preferred: Sequence[tuple[str, str]]) ->
 
 
 def failing_rows(dataset: str, items: pd.DataFrame, verdicts: Verdicts,
-                 versions: Mapping[str, Mapping[str, Rubric]], names: Mapping[str, str]) -> list:
-    """One row per (item, rubric version): the 1-based positions of its checks answered No."""
+                 versions: Mapping[str, Mapping[str, Rubric]], names: Mapping[str, str],
+                 label_words: Mapping[str, str] | None = None) -> list:
+    """One row per (item, rubric version): the 1-based positions of its checks answered No.
+    `label_words` renames the labels (carry Table 4: pass / fail)."""
     rows = []
+    words = label_words or {}
     for item in items.itertuples(index=False):
         for version, rubric_set in versions.items():
             rubric = rubric_for(rubric_set, item.scope)
             rows.append(dict(dataset=dataset, item_id=item.item_id, item_name=names[item.item_id],
-                             label=item.label, rubric_version=version,
+                             label=words.get(item.label, item.label), rubric_version=version,
                              failing_positions=failing_positions(verdicts, item.item_id, rubric)))
     return rows
+
+
+# carry Table 4's rows: report variant -> the name the table prints, in the table's order.
+TABLE4_REPORTS = {"correct-1": "correct 1", "correct-2": "correct 2",
+                  "correct-part-b": "correct (Part B)", "missed_finding-1": "missed finding",
+                  "fabricated_finding-1": "fabricated", "wrong_resource-1": "wrong resource"}
 
 
 def recon_failing_rows(items: pd.DataFrame, verdicts: Verdicts,
                        starts: Mapping[str, Mapping[str, Rubric]], chains: Sequence[Chain],
                        environment: str, after: str) -> list[dict]:
-    """Table 4: the Recon-72 reports of `environment` under the hand-written and label-taught
-    rubrics and the hand rubric after the last round of its first chain (free mode first)."""
-    reports = items[items["in_recon72"] & (items["scope"] == environment)]
-    if reports.empty:
+    """Table 4: the reports of `environment` that carry Table 4 lists (two correct reports,
+    the Part B one and one of each planned flaw; labels pass / fail) under the hand-written
+    and label-taught rubrics and the hand rubric after the last round of its first chain
+    (free mode first)."""
+    here = items[items["scope"] == environment]
+    if here.empty:
         raise ValueError(f"config key 'carry.recon.table4_environment': {environment!r} is not "
                          "among the judged Recon environments (carry.recon.environments)")
+    variant = here["item_id"].map(lambda i: str(i).rsplit(":", 1)[-1])
+    missing = [v for v in TABLE4_REPORTS if v not in set(variant)]
+    if missing:
+        raise ValueError(f"Table 4: the {environment!r} environment has no report(s) {missing}")
+    order = {v: k for k, v in enumerate(TABLE4_REPORTS)}
+    reports = here[variant.isin(order)].assign(_order=variant.map(order)) \
+        .sort_values("_order", kind="stable").drop(columns="_order")
     versions = {"Hand-written": starts["hand"], "Label-taught": starts["label"],
                 after: final_rubric_set(pick_chain(chains, [("hand", "free"),
                                                             ("hand", "fixed_count"),
                                                             ("hand", "delete_only")]))}
-    return failing_rows("recon", reports, verdicts, versions,
-                        {i: recon_item_name(i) for i in reports["item_id"]})
+    names = {i: TABLE4_REPORTS[str(i).rsplit(":", 1)[-1]] for i in reports["item_id"]}
+    return failing_rows("recon", reports, verdicts, versions, names,
+                        {"correct": "pass", "flawed": "fail"})
+
+
+def table5_example(items: pd.DataFrame) -> pd.DataFrame:
+    """carry Table 5's "four responses of the example": the evaluation responses of one task
+    (RAGTruth source), two faithful and two hallucinated, from the first task (in item id
+    order) that has two of each; where none has, the task with the most of its rarer label,
+    with what it has (at most two of each)."""
+    evaluation = items[items["split"] == "evaluation"].sort_values("item_id", kind="stable")
+    if evaluation.empty:
+        raise ValueError("Table 5: no RAGTruth evaluation item")
+    best, best_key = None, None
+    for _, group in evaluation.groupby("task", sort=False):
+        counts = group["label"].value_counts()
+        key = (min(counts.get("correct", 0), counts.get("flawed", 0), 2),
+               min(len(group), 4))
+        if best_key is None or key > best_key:
+            best, best_key = group, key
+        if key == (2, 4):
+            break
+    return pd.concat([best[best["label"] == label].head(2) for label in ("correct", "flawed")])
 
 
 def ragtruth_failing_rows(items: pd.DataFrame, verdicts: Verdicts,
                           starts: Mapping[str, Mapping[str, Rubric]], chains: Sequence[Chain],
                           after: str) -> list[dict]:
-    """Table 5: the first two correct and two flawed evaluation items under the generated
-    draft, the label-taught rubric and the label-taught rubric after its first chain."""
-    evaluation = items[items["split"] == "evaluation"]
-    examples = pd.concat([evaluation[evaluation["label"] == label].head(2)
-                          for label in ("correct", "flawed")])
+    """Table 5: the responses of one example (`table5_example`) under the generated draft,
+    the label-taught rubric and the label-taught rubric after its first chain."""
+    examples = table5_example(items)
     versions = {"Generated": starts["generated"], "Label-taught": starts["label"],
                 after: final_rubric_set(pick_chain(chains, [("label", "free"),
                                                             ("label", "fixed_count"),
                                                             ("label", "delete_only"),
                                                             ("generated", "free")]))}
     return failing_rows("ragtruth", examples, verdicts, versions,
-                        {i: short_item_name(i) for i in examples["item_id"]})
+                        {i: short_item_name(i) for i in examples["item_id"]},
+                        {"correct": "faithful", "flawed": "hallucinated"})
 
 
 def final_rubric_set(chain: Chain) -> dict[str, Rubric]:

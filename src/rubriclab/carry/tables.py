@@ -158,29 +158,57 @@ def table3_gates_human_labeled(rates: pd.DataFrame, judge_main: str,
 
 
 def _table3_dataset(rows: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """One row per chain and seed (kind "seed"), then one per chain (reviser, source, mode;
+    kind "chain"): the mean over its seeds of each rate, as carry Table 3 shows them."""
     what = f"Table 3 dataset {dataset!r}"
     chains = chains_with_start(rows, what)
     ensure_unique(chains, [*CHAIN_KEYS, "round", "gate", "metric"], what)
-    seeds_per_arm = chains.groupby(["reviser", "source", "mode"])["seed"].nunique()
     metrics = ["correct_passed", "flawed_caught"]
-    records = []
+    counts = {"n_correct": item_count(rows, "correct_passed"),
+              "n_flawed": item_count(rows, "flawed_caught")}
+    seed_records, states = [], {}
     for (reviser, source, mode, seed), final in _final_rounds(chains).items():
         mine = _chain_rows(chains, reviser, source, mode, seed)
         start = mine[(mine["round"] == 0) & (mine["gate"] == "none")]
-        record = {"dataset": dataset,
-                  "chain": chain_label(reviser, source, mode, seed,
-                                       seeds_per_arm[(reviser, source, mode)] > 1),
-                  "reviser": reviser, "source": source, "mode": mode, "seed": seed,
-                  "final_round": final,
-                  "n_correct": item_count(rows, "correct_passed"),
-                  "n_flawed": item_count(rows, "flawed_caught"),
+        record = {"dataset": dataset, "kind": "seed",
+                  "chain": chain_label(reviser, source, mode, seed),
+                  "reviser": reviser, "source": source, "mode": mode, "seed": str(seed),
+                  "final_round": final, **counts,
                   "start": rates_cell(start, metrics), "start" + CI: interval_cell(start, metrics)}
         last = mine[mine["round"] == final] if final > 0 else mine.iloc[0:0]
+        arm = states.setdefault((reviser, source, mode), {"start": [], "finals": []})
+        arm["start"].append(start)
+        arm["finals"].append(last)
         for gate in GATES:
             record[GATE_TITLES[gate]] = rates_cell(last[last["gate"] == gate], metrics)
             record[GATE_TITLES[gate] + CI] = interval_cell(last[last["gate"] == gate], metrics)
-        records.append(record)
-    return pd.DataFrame(records)
+        seed_records.append(record)
+    chain_records = []
+    for (reviser, source, mode), arm in states.items():
+        seeds = [r["seed"] for r in seed_records
+                 if (r["reviser"], r["source"], r["mode"]) == (reviser, source, mode)]
+        label = chain_label(reviser, source, mode, 0, with_seed=False)
+        if len(seeds) > 1:
+            label += f", mean of {len(seeds)} seeds"
+        start = _mean_rates(pd.concat(arm["start"]))
+        last = pd.concat(arm["finals"])
+        record = {"dataset": dataset, "kind": "chain", "chain": label, "reviser": reviser,
+                  "source": source, "mode": mode, "seed": "mean" if len(seeds) > 1 else seeds[0],
+                  "final_round": int(last["round"].max()) if not last.empty else 0, **counts,
+                  "start": rates_cell(start, metrics), "start" + CI: ""}
+        for gate in GATES:
+            record[GATE_TITLES[gate]] = rates_cell(_mean_rates(last[last["gate"] == gate]),
+                                                   metrics)
+            record[GATE_TITLES[gate] + CI] = ""
+        chain_records.append(record)
+    return pd.DataFrame(seed_records + chain_records)
+
+
+def _mean_rates(rows: pd.DataFrame) -> pd.DataFrame:
+    """metric -> value, the mean over the rows of each metric (NaN where none)."""
+    if rows.empty:
+        return pd.DataFrame({"metric": [], "value": []})
+    return rows.groupby("metric", sort=False)["value"].mean().reset_index()
 
 
 def _table3_markdown(table: pd.DataFrame, datasets: Sequence[str], judge_main: str) -> str:
@@ -194,15 +222,15 @@ def _table3_markdown(table: pd.DataFrame, datasets: Sequence[str], judge_main: s
         lines += [f"{DATASET_TITLES.get(dataset, dataset)} ({part['n_correct'].iloc[0]} {correct}, "
                   f"{part['n_flawed'].iloc[0]} {flawed} evaluation items)", ""]
         body = [[record["chain"], *(record[c] for c in TABLE3_COLUMNS)]
-                for record in part.to_dict("records")]
+                for record in part[part["kind"] == "chain"].to_dict("records")]
         lines += markdown_table(["Chain", *TABLE3_COLUMNS], body) + [""]
         intervals = [[record["chain"], *(record[c + CI] for c in TABLE3_COLUMNS)]
-                     for record in part.to_dict("records")]
-        lines += ["95% paired bootstrap intervals over items, same layout:", ""]
+                     for record in part[part["kind"] == "seed"].to_dict("records")]
+        lines += ["Each seed, 95% paired bootstrap intervals over items, same layout:", ""]
         lines += markdown_table(["Chain", *TABLE3_COLUMNS], intervals) + [""]
     lines += [f"Table 3: Gates on the human-labeled datasets {after}, decided with calibration "
               f"labels and scored on the evaluation split. Each cell: correct outputs passed / "
-              f"flawed outputs caught (%).", ""]
+              f"flawed outputs caught (%); a chain of several seeds shows their mean.", ""]
     return "\n".join(lines)
 
 
