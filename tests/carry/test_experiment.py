@@ -8,7 +8,7 @@ import pytest
 
 from rubriclab.carry.checklists import Check
 from rubriclab.carry.experiment import (
-    FAIL, ITEM_COLUMNS, PASS, UNDETERMINED, VERDICT_COLUMNS, EvidenceSource,
+    FAIL, ITEM_COLUMNS, PASS, UNDETERMINED, JUDGED_VERDICT_COLUMNS, EvidenceSource,
     JudgeSpec, State, Verdicts, adapt_revision, attribution_rows, chain_counts, check_codes,
     check_texts_by_scope, checked_rubric_round_trip, decision_rows,
     decisions_without_evidence, failing_positions, require_disjoint,
@@ -37,7 +37,7 @@ def check_verdicts(answers: dict[tuple[str, str], list[str]]) -> pd.DataFrame:
     rows = [dict(item_id=item, kind="check", scope="", source="", rendering="per_check",
                  check_text=text, vote=vote, answer=answer)
             for (item, text), votes in answers.items() for vote, answer in enumerate(votes)]
-    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    return pd.DataFrame(rows, columns=JUDGED_VERDICT_COLUMNS)
 
 
 def from_fails(fails: dict[str, list[str]], item_ids: list[str]) -> pd.DataFrame:
@@ -128,7 +128,7 @@ def test_rendering_codes_majority():
     rows += [dict(item_id="i1", kind="rendering", scope="e", source="hand",
                   rendering="all_in_one", check_text="", vote=v, answer=a)
              for v, a in enumerate(["fail", "unparseable", "pass"])]
-    codes = rendering_codes(pd.DataFrame(rows, columns=VERDICT_COLUMNS))
+    codes = rendering_codes(pd.DataFrame(rows, columns=JUDGED_VERDICT_COLUMNS))
     assert codes == {("i1", "hand", "scale"): PASS, ("i1", "hand", "all_in_one"): UNDETERMINED}
 
 
@@ -158,7 +158,7 @@ def test_verdict_rows_from_completions():
                    SimpleNamespace(outcome="ok", parsed=4),
                    SimpleNamespace(outcome="unparseable", parsed=None)]
     table = verdict_rows(rows, completions)
-    assert list(table.columns) == VERDICT_COLUMNS
+    assert list(table.columns) == JUDGED_VERDICT_COLUMNS
     assert table["answer"].tolist() == ["no", "fail", "fail", "unparseable"]
     with pytest.raises(ValueError):
         verdict_rows(rows, completions[:3])

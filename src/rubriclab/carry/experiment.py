@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rubriclab.carry.aggregate import FAIL, PASS, UNDETERMINED, all_must_pass
 from rubriclab.carry.attribution import shapley_attribution
 from rubriclab.carry.checklists import Check
 from rubriclab.carry.gates import Decision, GateEvidence, get_gate
@@ -40,11 +41,10 @@ from rubriclab.carry.sources import ALL_SCOPE, rubric_from_dict, rubric_to_dict
 from rubriclab.llm import Request
 from rubriclab.stats.bootstrap import ratio_bootstrap
 
-PASS, UNDETERMINED, FAIL = 0, 1, 2
 METRICS = ("correct_passed", "flawed_caught", "unplanned_caught")
 ITEM_COLUMNS = ["item_id", "task", "output", "label", "scope", "split", "unplanned",
                 "in_recon72"]
-VERDICT_COLUMNS = ["item_id", "kind", "scope", "source", "rendering", "check_text", "vote",
+JUDGED_VERDICT_COLUMNS = ["item_id", "kind", "scope", "source", "rendering", "check_text", "vote",
                    "answer"]
 RATE_COLUMNS = [
     "dataset", "judge", "item_set", "environments", "reviser", "source", "rendering", "mode",
@@ -279,7 +279,7 @@ def verdict_rows(rows: list[dict], completions: Sequence) -> pd.DataFrame:
         else:
             answer = rendering_outcome(row["rendering"], completion.parsed)
         out.append({**row, "answer": answer})
-    return pd.DataFrame(out, columns=VERDICT_COLUMNS)
+    return pd.DataFrame(out, columns=JUDGED_VERDICT_COLUMNS)
 
 
 # --- verdicts -> codes ----------------------------------------------------------------------
@@ -327,7 +327,8 @@ class Verdicts:
                              "judging job did not ask it (stale verdicts file?)") from None
 
     def rubric_code(self, item_id: str, rubric: Rubric) -> int:
-        return max(self.code(item_id, check.text) for check in rubric.checks)
+        """The rubric's all-must-pass outcome on the item (`aggregate.all_must_pass`)."""
+        return int(all_must_pass([self.code(item_id, check.text) for check in rubric.checks]))
 
     def matrix(self, item_ids: Sequence[str], texts: Sequence[str]) -> np.ndarray:
         return np.array([[self.code(i, t) for t in texts] for i in item_ids],

@@ -60,6 +60,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from rubriclab.carry.aggregate import balanced_accuracy, fails_any
 from rubriclab.carry.attribution import shapley_attribution
 from rubriclab.carry.revision import (
     LABEL_ORIGIN, Add, Decision, Delete, Edit, Gate, Keep, Operation, Revision, Rubric,
@@ -251,14 +252,14 @@ def calibration_rule(state: GateState, op: Operation, index: int) -> Decision:
 
 
 def rubric_balanced_accuracy(fails: np.ndarray, flawed: np.ndarray) -> Fraction:
-    """Exact (correct items passed / correct + flawed items failed / flawed) / 2 of a
-    rubric's fails matrix under all-must-pass."""
-    item_fails = fails.any(axis=1)
+    """`aggregate.balanced_accuracy`, exact, of a rubric's fails matrix under all-must-pass
+    (`aggregate.fails_any`): (correct items passed / correct + flawed items failed / flawed) / 2."""
+    item_fails = fails_any(fails)
     correct_passed = Fraction(int(np.count_nonzero(~item_fails & ~flawed)),
                               int(np.count_nonzero(~flawed)))
     flawed_caught = Fraction(int(np.count_nonzero(item_fails & flawed)),
                              int(np.count_nonzero(flawed)))
-    return (correct_passed + flawed_caught) / 2
+    return balanced_accuracy(correct_passed, flawed_caught)
 
 
 # --- gate P ---------------------------------------------------------------------------------
