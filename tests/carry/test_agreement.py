@@ -51,6 +51,17 @@ def test_share_of_changes_every_judge_decides_the_same_way():
     assert "| Chain | P | S |" in markdown
 
 
+def test_a_chain_without_changes_keeps_its_row():
+    rows = decisions()
+    keeps = rows[rows["action"] == "keep"].assign(seed=2)       # seed 2 proposed only keeps
+    agreement, _ = gate_agreement(pd.concat([rows, keeps]), [A, B])
+    quiet = agreement[agreement["seed"] == 2]
+    assert quiet[["gate", "changes", "agreed"]].values.tolist() == [["S", 0, 0]]
+    assert quiet["share"].isna().all()
+    assert "| hand, free, review by rev/opus, seed 2 | n/a | no change |" in \
+        agreement_markdown(agreement, [A, B])
+
+
 def test_one_judge_agrees_with_itself():
     only_a = decisions()
     only_a = only_a[only_a["judge"] == A]

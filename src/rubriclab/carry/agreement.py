@@ -9,7 +9,8 @@ neither is counted. A change counts as decided the same way when every judge's r
 reached it and all of them accepted it, or all refused it; a change only some replays
 reached (an earlier decision differed, so the rubric it applies to differs) is a split.
 
-Output: per dataset, chain and gate the number of changes, how many every judge decided the
+Output: per dataset, chain and gate (every one replayed, a chain without any change too: share
+NaN) the number of changes, how many every judge decided the
 same way and their share; and the list of split changes with each judge's decision
 ("accepted", "refused" or "not reached").
 """
@@ -49,10 +50,11 @@ def gate_agreement(decisions: pd.DataFrame, judges: Sequence[str],
     unknown = sorted(set(decisions["judge"]) - set(judges))
     if unknown:
         raise ValueError(f"decisions: judge(s) {unknown} are not among {list(judges)}")
-    frame = decisions[(decisions["variant"] == "standard") & decisions["gate"].isin(gates)
-                      & decisions["action"].isin(["edit", "delete", "add"])].copy()
+    replayed = decisions[(decisions["variant"] == "standard")
+                         & decisions["gate"].isin(gates)].copy()
     for column in ("mode", "check_id", "text", "reviser"):
-        frame[column] = frame[column].fillna("").astype(str)
+        replayed[column] = replayed[column].fillna("").astype(str)
+    frame = replayed[replayed["action"].isin(["edit", "delete", "add"])].copy()
     frame["accepted"] = _accepted(frame["accepted"])
     duplicated = frame.duplicated(subset=[*CHANGE, "judge"], keep=False)
     if duplicated.any():
@@ -64,9 +66,14 @@ def gate_agreement(decisions: pd.DataFrame, judges: Sequence[str],
     reached = wide.notna().all(axis=1)
     same = reached & (wide.eq(True).all(axis=1) | wide.eq(False).all(axis=1))
     per_change = pd.DataFrame({"agreed": same}).reset_index()
-    agreement = (per_change.groupby([*CHAIN, "gate"], sort=False)["agreed"]
-                 .agg(changes="size", agreed="sum").reset_index())
-    agreement["share"] = agreement["agreed"] / agreement["changes"]
+    counted = (per_change.groupby([*CHAIN, "gate"], sort=False)["agreed"]
+               .agg(changes="size", agreed="sum"))
+    # every replayed chain and gate gets a row, one without any change too (share NaN)
+    every = replayed[[*CHAIN, "gate"]].drop_duplicates()
+    agreement = every.merge(counted.reset_index(), on=[*CHAIN, "gate"], how="left")
+    agreement[["changes", "agreed"]] = agreement[["changes", "agreed"]].fillna(0).astype(int)
+    agreement["share"] = agreement["agreed"] / agreement["changes"].where(
+        agreement["changes"] > 0)
     split = wide[~same.to_numpy()]
     rows = []
     for key, decided in split.iterrows():
@@ -85,7 +92,8 @@ def agreement_markdown(agreement: pd.DataFrame, judges: Sequence[str]) -> str:
         part = agreement[agreement["dataset"] == dataset]
         gates = [g for g in GATES if g in set(part["gate"])]
         cells: Mapping = {(r.reviser, r.source, r.mode, r.seed, r.gate):
-                          f"{100 * r.share:.1f} ({r.agreed}/{r.changes})"
+                          f"{100 * r.share:.1f} ({r.agreed}/{r.changes})" if r.changes
+                          else "no change"
                           for r in part.itertuples(index=False)}
         chains = list(dict.fromkeys(zip(part["reviser"], part["source"], part["mode"],
                                         part["seed"])))
