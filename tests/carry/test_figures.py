@@ -309,3 +309,29 @@ def test_fig6_errors(fig6_rates, tmp_path):
         fig6_gated_quality(fig6_rates.drop(columns="variant"), MAIN, *paths(tmp_path, "x"))
     with pytest.raises(ValueError, match="no revision round"):
         fig6_gated_quality(fig6_rates[fig6_rates["round"] == 0], MAIN, *paths(tmp_path, "x"))
+
+
+# --------------------------------------------------------------------------- revisers
+
+def test_fig4_and_fig6_keep_revisers_apart(fig4_rates, fig6_rates, tmp_path):
+    other = fig4_rates[(fig4_rates["source"] == "hand") & (fig4_rates["mode"] == "free")
+                       & (fig4_rates["seed"] == 1) & (fig4_rates["gate"] == "none")
+                       & (fig4_rates["environments"] == "all") & (fig4_rates["judge"] == MAIN)
+                       & (fig4_rates["variant"] == "standard")]
+    second = other.assign(reviser="rev/b", value=other["value"] + 1)
+    table = fig4_self_review_drift(pd.concat([fig4_rates, second]), MAIN, *paths(tmp_path, "r4"))
+    got = table.set_index(["reviser", "source", "mode", "round", "metric"])
+    # reviser "" keeps its two-seed mean; rev/b has its one seed, one point higher
+    assert got.loc[("", "hand", "free", 2, "correct_passed"), "value"] == 8.0
+    assert got.loc[("rev/b", "hand", "free", 2, "correct_passed"), "value"] == 11.0
+    assert got.loc[("rev/b", "hand", "free", 2, "correct_passed"), "seeds"] == 1
+    gated = fig6_rates[(fig6_rates["source"] == "hand") & (fig6_rates["mode"] == "free")
+                       & (fig6_rates["environments"] == "evaluation")
+                       & (fig6_rates["judge"] == MAIN)]
+    table6 = fig6_gated_quality(pd.concat([fig6_rates, gated.assign(reviser="rev/b",
+                                                                    value=gated["value"] / 2)]),
+                                MAIN, *paths(tmp_path, "r6"))
+    got6 = table6.set_index(["reviser", "source", "gate", "metric"])
+    assert got6.loc[("rev/b", "hand", "S+P", "correct_passed"), "value"] == 48.0   # 96 / 2
+    assert got6.loc[("", "hand", "S+P", "correct_passed"), "value"] == 95.0        # (96 + 94) / 2
+    assert list(dict.fromkeys(table6["reviser"])) == ["", "rev/b"]

@@ -300,12 +300,14 @@ def fig4_self_review_drift(rates: pd.DataFrame, judge_main: str, out_png: Path,
         for index, (ax, source) in enumerate(zip(axes[0], sources)):
             _fig4_panel(ax, table[table["source"] == source], index, source)
         handles = _fig4_legend(table)
-        fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8,
-                   frameon=False)
+        columns = 3
+        fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), columns),
+                   fontsize=8, frameon=False)
         seeds = int(table["seeds"].max())
         fig.suptitle(f"Self-review on Recon-108, {judge_label(judge_main)} judge "
                      f"(mean over {seeds} seed{'s' if seeds != 1 else ''} per mode)")
-        fig.tight_layout(rect=(0, 0.08, 1, 1))
+        legend_rows = -(-len(handles) // columns)
+        fig.tight_layout(rect=(0, 0.03 + 0.04 * legend_rows, 1, 1))
         _save(fig, out_png, out_pdf)
     finally:
         plt.close(fig)
@@ -533,6 +535,12 @@ def fig6_gated_quality(rates: pd.DataFrame, judge_main: str, out_png: Path, out_
 
 
 def _fig6_panel(ax, rows: pd.DataFrame, index: int, source: str, reviser: str = "") -> None:
+    if rows.empty:  # this reviser has no chain from this source
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, f"no {SOURCE_TITLES.get(source, source).lower()} chain"
+                          f"{' of ' + reviser if reviser else ''}", ha="center", va="center",
+                transform=ax.transAxes, fontsize=9)
+        return
     gates = [g for g in GATES if g in set(rows["gate"])]
     metrics = ordered(rows["metric"], METRICS)
     width = 0.8 / len(metrics)
@@ -551,7 +559,7 @@ def _fig6_panel(ax, rows: pd.DataFrame, index: int, source: str, reviser: str = 
     ax.set_xticklabels([GATE_TITLES[g] for g in gates])
     _percent_axis(ax, "y")
     ax.set_ylabel("percent of reports")
-    by = f", review by {reviser}" if reviser else ""
+    by = f",\nreview by {reviser}" if reviser else ""
     ax.set_title(_panel_title(index, f"From the {SOURCE_TITLES.get(source, source).lower()} "
                                      f"rubric{by}"), fontsize=9 if by else None)
     ax.grid(axis="y", alpha=0.3)
