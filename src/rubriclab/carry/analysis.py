@@ -37,7 +37,8 @@ from rubriclab.carry.experiment import (
 from rubriclab.carry.revision import Rubric
 from rubriclab.carry.sources import ALL_SCOPE
 
-START_LABELS = dict(reviser="", mode="", seed=0, round=0, gate="none", variant="standard", n_no_evidence=0)
+START_LABELS = dict(reviser="", mode="", seed=0, round=0, gate="none", variant="standard",
+                    n_no_evidence=0)
 LOO_GATES = ("S+P",)
 
 
@@ -215,8 +216,8 @@ def _attribution(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
                                           had_blame=bool(row.blame > 0)))
     attribution = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return attribution, pd.DataFrame(deletions, columns=[
-        "dataset", "judge", "reviser", "source", "mode", "seed", "round", "scope", "check_id", "origin",
-        "had_unique_catch", "had_blame"])
+        "dataset", "judge", "reviser", "source", "mode", "seed", "round", "scope", "check_id",
+        "origin", "had_unique_catch", "had_blame"])
 
 
 

@@ -352,8 +352,9 @@ def _fig4_legend(table: pd.DataFrame) -> list:
                        label=METRIC_TITLES.get(m, m))
                 for m in ordered(table["metric"], METRICS)]
     revisers = list(dict.fromkeys(table["reviser"]))
-    handles += [Line2D([], [], color="black", linestyle="none", marker=_reviser_marker(revisers, r),
-                       label=f"review by {r}") for r in revisers]
+    handles += [Line2D([], [], color="black", linestyle="none",
+                       marker=_reviser_marker(revisers, r), label=f"review by {r}")
+                for r in revisers]
     return handles
 
 
