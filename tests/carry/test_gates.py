@@ -254,6 +254,11 @@ def test_evidence_is_validated():
         decide("S", [Add("New.")], {})
 
 
+def test_a_change_to_a_check_already_deleted_this_round_is_an_error():
+    with pytest.raises(ValueError, match="'D', which the rubric does not hold"):
+        decide("none", [Delete("D"), Edit("D", "D'.")], {1: FAILS_NOTHING})
+
+
 def test_unknown_gate_is_an_error():
     with pytest.raises(ValueError, match="S\\+P"):
         get_gate("T")

@@ -170,13 +170,14 @@ class GateState:
     def after(self, op: Operation, index: int) -> GateState:
         """This state with one change applied."""
         ids, columns = list(self.ids), None if self.columns is None else dict(self.columns)
+        if isinstance(op, (Delete, Edit)) and op.check_id not in ids:
+            raise ValueError(f"operation {index} ({action_name(op)}) names check "
+                             f"{op.check_id!r}, which the rubric does not hold at this point")
         if isinstance(op, Delete):
             ids.remove(op.check_id)
             if columns is not None:
                 del columns[op.check_id]
         elif isinstance(op, Edit):
-            if op.check_id not in ids:
-                raise ValueError(f"the rubric has no check {op.check_id!r}")
             if columns is not None:
                 columns[op.check_id] = self.evidence.proposed(index)
         elif isinstance(op, Add):
