@@ -173,14 +173,14 @@ REVIEW = "review by anthropic/claude-opus-4-1"
 
 
 def attribution_row(check_id, origin, credit, blame, judge=MAIN, round_=1, **fields):
-    return {"dataset": "recon", "judge": judge, "source": "hand", "mode": "free", "seed": 1,
+    return {"dataset": "recon", "judge": judge, "reviser": "rev/a", "source": "hand", "mode": "free", "seed": 1,
             "round": round_, "scope": "storage", "check_id": check_id, "origin": origin,
             "credit": credit, "blame": blame, "unique_catches": 0,
             "deleted_next_round": False, **fields}
 
 
 def deletion_row(check_id, origin, unique, blame, judge=MAIN, **fields):
-    return {"dataset": "recon", "judge": judge, "source": "hand", "mode": "free", "seed": 1,
+    return {"dataset": "recon", "judge": judge, "reviser": "rev/a", "source": "hand", "mode": "free", "seed": 1,
             "round": 2, "scope": "storage", "check_id": check_id, "origin": origin,
             "had_unique_catch": unique, "had_blame": blame, **fields}
 
@@ -335,3 +335,12 @@ def test_fig4_and_fig6_keep_revisers_apart(fig4_rates, fig6_rates, tmp_path):
     assert got6.loc[("rev/b", "hand", "S+P", "correct_passed"), "value"] == 48.0   # 96 / 2
     assert got6.loc[("", "hand", "S+P", "correct_passed"), "value"] == 95.0        # (96 + 94) / 2
     assert list(dict.fromkeys(table6["reviser"])) == ["", "rev/b"]
+
+
+def test_fig5_counts_the_same_check_of_two_revisers_twice(fig5_frames, tmp_path):
+    attribution, deletions = fig5_frames
+    again = deletions[deletions["check_id"] == "c3"].assign(reviser="rev/b")
+    table = fig5_attribution_by_origin(attribution, pd.concat([deletions, again]), MAIN,
+                                       *paths(tmp_path, "fig5r"))
+    hand = table.set_index("origin").loc["hand"]
+    assert hand["deleted"] == 3 and hand["deleted_with_blame"] == 2   # c1, c3 (rev/a), c3 (rev/b)

@@ -34,15 +34,15 @@ RATES_COLUMNS = [
     "round", "gate", "variant", "metric", "value", "low", "high", "n", "n_undetermined",
 ]
 ATTRIBUTION_COLUMNS = [
-    "dataset", "judge", "source", "mode", "seed", "round", "scope", "check_id", "origin",
+    "dataset", "judge", "reviser", "source", "mode", "seed", "round", "scope", "check_id", "origin",
     "credit", "blame", "unique_catches", "deleted_next_round",
 ]
 DELETIONS_COLUMNS = [
-    "dataset", "judge", "source", "mode", "seed", "round", "scope", "check_id", "origin",
+    "dataset", "judge", "reviser", "source", "mode", "seed", "round", "scope", "check_id", "origin",
     "had_unique_catch", "had_blame",
 ]
 CHAIN_KEYS = ["reviser", "source", "mode", "seed"]
-STATE_KEYS = ["source", "mode", "seed", "round", "scope", "check_id"]
+STATE_KEYS = ["reviser", "source", "mode", "seed", "round", "scope", "check_id"]
 METRICS = ["correct_passed", "flawed_caught", "unplanned_caught"]
 GATES = ["none", "R", "P", "S", "S+P"]
 
@@ -380,8 +380,8 @@ def fig5_table(attribution: pd.DataFrame, deletions: pd.DataFrame,
     """Per check origin on Recon under judge_main: the number of check states, their mean
     credit and blame, and the deleted checks with a unique catch / with any blame.
 
-    Each distinct (source, mode, seed, round, scope, check_id) state counts once, in the
-    attribution and in the deletions (a repeated row is dropped, the first kept).
+    Each distinct (reviser, source, mode, seed, round, scope, check_id) state counts once, in
+    the attribution and in the deletions (a repeated row is dropped, the first kept).
     """
     require_columns(attribution, ATTRIBUTION_COLUMNS, "attribution")
     require_columns(deletions, DELETIONS_COLUMNS, "deletions")
@@ -419,11 +419,13 @@ def fig5_attribution_by_origin(attribution: pd.DataFrame, deletions: pd.DataFram
                                judge_main: str, out_png: Path, out_pdf: Path) -> pd.DataFrame:
     """Figure 5: (a) mean Shapley catch credit and false-fail blame per check, by origin;
     (b) deleted checks by origin, with how many held a unique catch or carried blame.
-    Dataset recon, judge judge_main; each distinct (source, mode, seed, round, scope,
-    check_id) state counts once."""
+    Dataset recon, judge judge_main; each distinct (reviser, source, mode, seed, round,
+    scope, check_id) state counts once."""
     table = fig5_table(attribution, deletions, judge_main)
     labels = [_origin_label(origin) for origin in table["origin"]]
-    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(12.5, 4.8))
+    long_labels = max((len(label) for label in labels), default=0) > 30
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(max(12.5, 1.1 * len(labels) + 4),
+                                                     7.2 if long_labels else 4.8))
     try:
         _grouped_bars(ax_a, labels, table, {"mean_credit": ("catch credit", "tab:green"),
                                             "mean_blame": ("false-fail blame", "tab:red")})
@@ -446,7 +448,13 @@ def fig5_attribution_by_origin(attribution: pd.DataFrame, deletions: pd.DataFram
 
 
 def _origin_label(origin: str) -> str:
-    return SOURCE_TITLES.get(origin, str(origin).replace(" by ", " by\n"))
+    """"Hand-written", or "review by <reviser> of <start>" wrapped to short lines."""
+    import textwrap
+    if origin in SOURCE_TITLES:
+        return SOURCE_TITLES[origin]
+    text = str(origin).replace(" by ", " by\n").replace(" of ", "\nof ")
+    return "\n".join(textwrap.fill(line, 32, break_on_hyphens=False, break_long_words=True)
+                     for line in text.split("\n"))
 
 
 def _grouped_bars(ax, labels: list[str], table: pd.DataFrame, columns: dict) -> None:
@@ -455,7 +463,11 @@ def _grouped_bars(ax, labels: list[str], table: pd.DataFrame, columns: dict) -> 
         positions = np.arange(len(labels)) + (index - (len(columns) - 1) / 2) * width
         ax.bar(positions, table[column].fillna(0), width, label=label, color=color)
     ax.set_xticks(np.arange(len(labels)))
-    ax.set_xticklabels(labels, fontsize=8)
+    if any(label.count("\n") > 1 for label in labels):  # reviser origins: slanted
+        ax.set_xticklabels(labels, fontsize=7, rotation=35, ha="right",
+                           rotation_mode="anchor")
+    else:
+        ax.set_xticklabels(labels, fontsize=8)
     ax.legend(fontsize=8, frameon=False)
     ax.grid(axis="y", alpha=0.3)
 
