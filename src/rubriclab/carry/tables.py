@@ -289,7 +289,7 @@ def table4_recon_failing_checks(failing: pd.DataFrame) -> tuple[str, pd.DataFram
              else "the example environment")
     return failing_checks_table(
         failing, "recon", 4, "Report",
-        f"Checks answered No (F_i) for the Recon-72 reports of {where} under {{versions}} "
+        f"Checks answered No (F_i) for the reports of {where} under {{versions}} "
         "rubric versions.")
 
 
