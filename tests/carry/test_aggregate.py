@@ -294,3 +294,61 @@ def test_mean_skips_a_run_whose_rate_is_undefined():
     row = mean_over_runs(rates).iloc[0]
     assert row["correct_passed"] == 100.0 and row["runs"] == 2
     assert row["flawed_caught"] == 75.0 and row["n_undetermined"] == 1
+
+
+# --- one all-must-pass, one balanced accuracy, one name each ------------------------------------
+
+def test_one_all_must_pass_for_fig2_judged_verdicts_and_gates():
+    import numpy as np
+    import pandas as pd
+
+    from rubriclab.carry import aggregate, experiment, fig3, gates, judge_fig2
+    from rubriclab.carry.revision import Rubric, RubricCheck
+    assert (experiment.PASS, experiment.UNDETERMINED, experiment.FAIL) == (0, 1, 2)
+    assert experiment.all_must_pass is aggregate.all_must_pass
+    codes = np.array([[0, 0, 0], [0, 1, 0], [1, 2, 0], [2, 2, 2]])
+    assert aggregate.all_must_pass(codes, axis=1).tolist() == [0, 1, 2, 2]
+    assert aggregate.fails_any(codes == 2).tolist() == [False, False, True, True]
+    with pytest.raises(ValueError, match="at least one check"):
+        aggregate.all_must_pass(np.zeros((2, 0)), axis=1)
+    # the judged-verdict lookup gives the same outcome as the fig2 aggregation
+    texts = ["A.", "B.", "C."]
+    answers = {"yes": 0, "unparseable": 1, "no": 2}
+    rows = [dict(item_id=f"i{k}", kind="check", scope="", source="", rendering="per_check",
+                 check_text=t, vote=0, answer=a)
+            for k, row in enumerate(codes) for t, code in zip(texts, row)
+            for a in [next(w for w, c in answers.items() if c == code)]]
+    verdicts = experiment.Verdicts(pd.DataFrame(rows, columns=experiment.JUDGED_VERDICT_COLUMNS))
+    rubric = Rubric("r", tuple(RubricCheck(t, t, "hand") for t in texts))
+    fig2 = pd.DataFrame([dict(item_id=r["item_id"], label="correct", run=0, rendering="per_check",
+                              length=texts.index(r["check_text"]) + 1,
+                              check_id=r["check_text"], verdict=r["answer"]) for r in rows])
+    outcomes = aggregate.item_outcomes(fig2, [3]).set_index("item_id")["outcome"]
+    words = {0: "pass", 1: "undetermined", 2: "fail"}
+    for k in range(len(codes)):
+        assert words[verdicts.rubric_code(f"i{k}", rubric)] == outcomes[f"i{k}"]
+    # one balanced accuracy; one fig2 verdict table; the judged table has its own name
+    assert fig3.balanced_accuracy is aggregate.balanced_accuracy
+    assert not hasattr(gates, "balanced_accuracy") or gates.balanced_accuracy is \
+        aggregate.balanced_accuracy
+    assert tuple(judge_fig2.VERDICT_COLUMNS) == aggregate.VERDICT_COLUMNS
+    assert not hasattr(experiment, "VERDICT_COLUMNS")
+
+
+def test_revision_does_not_import_gates():
+    """gates imports revision; revision names gates nowhere, not even for type checking."""
+    import ast
+    import subprocess
+    import sys
+    from importlib.util import find_spec
+
+    source = open(find_spec("rubriclab.carry.revision").origin, encoding="utf-8").read()
+    imported = {node.module for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(ast.parse(source))
+                 if isinstance(node, ast.Import) for alias in node.names}
+    assert not {m for m in imported if m and m.endswith("gates")}
+    code = ("import sys, rubriclab.carry.revision; "
+            "print('rubriclab.carry.gates' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

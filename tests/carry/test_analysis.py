@@ -2,8 +2,9 @@
 
 Two environments, three reports each (ids "<env>:<kind>"): a correct report "ok", a flawed
 report with a planned flaw "planned" and a flawed report with an unplanned miss "miss".
-Recon-72 (the rendering items and the gate items) is the "ok" and "planned" reports; e1 is
-a calibration environment, e2 an evaluation one.
+Recon-72 (the rendering items) is the "ok" and "planned" reports; e1 is a calibration
+environment, e2 an evaluation one. Standard gates decide with e1's Recon-72 reports only and
+are scored on e2; leave-one-out gates decide with every Recon-72 report but the scored one.
 
 Which checks answer No (every other verdict is Yes):
 
@@ -131,7 +132,7 @@ def analysed():
     items = make_items()
     chain = hand_chain()
     setting = Setting(dataset="recon", judge="fake/judge", gates=("none", "S"),
-                      renderings=("per_check", "all_in_one"), B=100, seed=0)
+                      renderings=("per_check", "all_in_one"), B=100, seed=0, loo_gates=("S",))
     out = analyse(setting, items, judged(items, chain), start_sets(), [chain])
     return SimpleNamespace(items=items, chain=chain, out=out)
 
@@ -153,13 +154,13 @@ def values(rates: pd.DataFrame, **where) -> list:
 
 def test_rates_have_the_expected_rows(analysed):
     rates = analysed.out["rates"]
-    # recon72: 2 sources x 2 renderings; recon108 (all, evaluation): 2 starts + 1 chain x
-    # 2 gates x 2 variants x 2 rounds = 10 states; 3 metrics each
-    assert len(rates) == (4 + 10 + 10) * 3
+    # recon72: 2 sources x 2 renderings; recon108 all: 2 starts + ungated and loo S x 2
+    # rounds = 6 states; evaluation: those 6 + standard S x 2 rounds = 8; 3 metrics each
+    assert len(rates) == (4 + 6 + 8) * 3
     assert sorted(rates.columns) == sorted(RATE_COLUMNS)
     keys = rates[["item_set", "environments", "source", "rendering", "gate", "variant",
                   "round"]].drop_duplicates()
-    assert len(keys) == 24
+    assert len(keys) == 18
     recon72 = rate(rates, item_set="recon72")
     assert set(recon72["environments"]) == {"all"}
     assert set(zip(recon72["source"], recon72["rendering"])) == {
@@ -168,7 +169,9 @@ def test_rates_have_the_expected_rows(analysed):
     recon108 = rate(rates, item_set="recon108")
     assert set(recon108["environments"]) == {"all", "evaluation"}
     assert set(recon108["variant"]) == {"standard", "loo"}
-    assert set(rate(recon108, variant="loo")["gate"]) == {"none", "S"}
+    assert set(rate(recon108, variant="loo")["gate"]) == {"S"}
+    # a gated standard rubric is never scored where its evidence came from
+    assert set(rate(recon108, variant="standard", gate="S")["environments"]) == {"evaluation"}
     assert set(rate(recon108, round=0)["source"]) == {"hand", "label"}
     assert set(rates["dataset"]) == {"recon"} and set(rates["judge"]) == {"fake/judge"}
     assert set(rate(rates, round=2)["mode"]) == {"free"}
@@ -203,20 +206,26 @@ def test_recon108_rates_of_starts_and_chains(analysed):
     assert values(rates, gate="none", variant="standard", round=1) == [0.0, 50.0, 50.0]
     # ungated round 2: e2 {ADD}: only e1:miss caught -> 1/4
     assert values(rates, gate="none", variant="standard", round=2) == [0.0, 25.0, 50.0]
-    # Gate S with Recon-72 evidence: e1 refuses deleting h1 (unique catch of e1:planned)
-    # and the add (fails e1:ok); e2 accepts deleting k1 (k2 also fails e2:planned), refuses
-    # the add, then refuses deleting k2 (now unique) -> e1 {H1,H2}, e2 {K2}
-    assert values(rates, gate="S", variant="standard", round=1) == [100.0, 75.0, 50.0]
-    assert values(rates, gate="S", variant="standard", round=2) == [100.0, 75.0, 50.0]
 
 
-def test_loo_gate_s_refuses_nothing_for_an_environment_rubric(analysed):
+def test_loo_gate_s_decides_each_report_without_it(analysed):
     rates = rate(analysed.out["rates"], item_set="recon108", environments="all")
-    # leaving e's reports out leaves e's rubric no evidence: Gate S accepts every operation,
-    # so the loo chain is the ungated one (0 / 50 / 50, then 0 / 25 / 50), not 100 / 75 / 50
-    assert values(rates, gate="S", variant="loo", round=1) == [0.0, 50.0, 50.0]
-    assert values(rates, gate="S", variant="loo", round=2) == [0.0, 25.0, 50.0]
-    assert values(rates, gate="none", variant="loo", round=2) == [0.0, 25.0, 50.0]
+    # Evidence: the Recon-72 reports of the rubric's scope except the scored one.
+    # e1:ok    {e1:planned}: delete h1 refused (unique catch), add refused (no correct item)
+    # e1:planned {e1:ok}: delete h1 refused (no flawed item), add refused (blame on e1:ok)
+    # e1:miss  {e1:ok, e1:planned}: both refused        -> e1 {h1, h2} for all three
+    # e2:ok    {e2:planned}: delete k1 accepted (k2 also fails it), add refused (no correct
+    #          item); round 2 delete k2 refused (now unique)  -> {k2}: e2:ok passes
+    # e2:planned {e2:ok}: every change refused -> {k1, k2}: caught
+    # e2:miss  {e2:ok, e2:planned}: as e2:ok -> {k2}: not caught
+    for round_ in (1, 2):
+        assert values(rates, gate="S", variant="loo", round=round_) == [100.0, 75.0, 50.0]
+    # ... and it differs from the ungated chain (0 / 50 / 50, then 0 / 25 / 50)
+    assert values(rates, gate="none", variant="standard", round=2) == [0.0, 25.0, 50.0]
+    n = rate(rates, gate="S", variant="loo").groupby("round")["n_no_evidence"].first()
+    # refused without evidence: round 1 the adds of (e1, e1:ok) and (e2, e2:ok), the delete
+    # of h1 for e1:planned and of k1 for e2:planned; round 2 the delete of k2 for e2:planned
+    assert n.to_dict() == {1: 4, 2: 5}
 
 
 def test_evaluation_environment_rates(analysed):
@@ -226,25 +235,30 @@ def test_evaluation_environment_rates(analysed):
     assert values(rates, source="hand", round=0) == [100.0, 50.0, 0.0]
     assert values(rates, source="label", round=0) == [0.0, 100.0, 100.0]
     assert values(rates, gate="none", variant="standard", round=2) == [0.0, 0.0, 0.0]
+    # standard Gate S: e2's rubric has no calibration report (e2 is an evaluation
+    # environment), so each of its changes is refused for want of evidence
     assert values(rates, gate="S", variant="standard", round=2) == [100.0, 50.0, 0.0]
+    gated = rate(rates, gate="S", variant="standard")
+    assert gated.groupby("round")["n_no_evidence"].first().to_dict() == {1: 2, 2: 3}
     n = rate(rates, gate="S", variant="standard", round=2).set_index("metric")["n"]
     assert n.to_dict() == {"correct_passed": 1, "flawed_caught": 2, "unplanned_caught": 1}
+    assert values(rates, gate="S", variant="loo", round=2) == [100.0, 50.0, 0.0]
 
 
 def test_gate_decisions(analysed):
     decisions = analysed.out["decisions"]
     s = decisions[(decisions["gate"] == "S") & (decisions["variant"] == "standard")]
-    got = [(r.scope, r.round, r.action, r.check_id, r.accepted)
+    got = [(r.scope, r.round, r.action, r.check_id, r.accepted, r.evidence)
            for r in s.itertuples(index=False)]
-    # round 2 in e1: the recorded keep of r1-add1 is dropped (never added under S) and h1,
-    # which the reviser had deleted, gets an explicit keep
+    # round 2: the recorded keep of r1-add1 is dropped (never added under S) and the check
+    # the reviser had deleted (h1, k1) gets an explicit keep
     assert got == [
-        ("e1", 1, "delete", "h1", False), ("e1", 1, "keep", "h2", True),
-        ("e1", 1, "add", "", False),
-        ("e1", 2, "keep", "h2", True), ("e1", 2, "keep", "h1", True),
-        ("e2", 1, "delete", "k1", True), ("e2", 1, "keep", "k2", True),
-        ("e2", 1, "add", "", False),
-        ("e2", 2, "delete", "k2", False),
+        ("e1", 1, "delete", "h1", False, True), ("e1", 1, "keep", "h2", True, True),
+        ("e1", 1, "add", "", False, True),
+        ("e1", 2, "keep", "h2", True, True), ("e1", 2, "keep", "h1", True, True),
+        ("e2", 1, "delete", "k1", False, False), ("e2", 1, "keep", "k2", True, True),
+        ("e2", 1, "add", "", False, False),
+        ("e2", 2, "delete", "k2", False, False), ("e2", 2, "keep", "k1", True, True),
     ]
     assert set(decisions["variant"]) == {"standard"}  # loo decisions are not reported
     assert set(decisions["source"]) == {"hand"} and set(decisions["mode"]) == {"free"}
@@ -311,22 +325,37 @@ def test_pick_chain_and_item_names():
     assert len(name) == 5 and name == name.upper() and name == short_item_name("ragtruth:12345")
 
 
-def test_loo_with_a_single_environment_decides_without_evidence():
+def test_loo_of_a_single_environment_learns_from_its_other_reports():
     items = make_items()
     items = items[items["scope"] == "e1"].reset_index(drop=True)
     starts = {"hand": {"e1": start_sets()["hand"]["e1"]}}
     record = run_reviser_chain(starts["hand"], 2, "free", 0, "fake/reviser", 0.7, 900,
                                DESCRIPTION, scripted_ask)
     chain = Chain("hand", record)
-    setting = Setting(dataset="recon", judge="fake/judge", gates=("S",),
+    setting = Setting(dataset="recon", judge="fake/judge", gates=("none", "S+P"),
                       renderings=("per_check",), B=20, seed=0)
     out = analyse(setting, items, judged(items, chain, starts), starts, [chain])
     rates = rate(out["rates"], item_set="recon108", environments="all")
-    # loo of e1 leaves no gate item: S accepts everything, {H2, ADD} in both rounds:
-    # e1:ok fails ADD (0/1); e1:miss caught by H2, e1:planned not (1/2); unplanned 1/1
-    assert values(rates, gate="S", variant="loo", round=2) == [0.0, 50.0, 100.0]
-    # standard: e1's Recon-72 reports hold h1's unique catch and ADD's blame -> start kept
-    assert values(rates, gate="S", variant="standard", round=2) == [100.0, 100.0, 100.0]
+    # each e1 report is scored by a rubric whose gate saw the other Recon-72 report of e1:
+    # the deletion of h1 and the add are refused each time -> {H1, H2} catches everything
+    assert values(rates, gate="S+P", variant="loo", round=2) == [100.0, 100.0, 100.0]
+    assert values(rates, gate="none", variant="standard", round=2) == [0.0, 50.0, 100.0]
+    # e1 is a calibration environment: no gated standard rubric is scored on it
+    assert rate(rates, gate="S+P", variant="standard").empty
+
+
+def test_analyse_refuses_overlapping_evidence_and_scores():
+    # an item listed twice, once per split, would be gate evidence and scored
+    items = make_items()
+    chain = hand_chain()
+    verdicts = judged(items, chain)
+    twice = pd.concat([items, items[items["item_id"] == "e2:ok"].assign(split="calibration")],
+                      ignore_index=True)
+    setting = Setting(dataset="recon", judge="fake/judge", gates=("none",),
+                      renderings=("per_check",), B=20, seed=0)
+    with pytest.raises(ValueError, match=r"recon standard gate evidence and gated scores: 1 "
+                                         r"item\(s\) are both gate evidence and scored"):
+        analyse(setting, twice, verdicts, start_sets(), [chain])
 
 
 # --- a labelled dataset: gates decided on calibration, rates on evaluation --------------------
@@ -377,3 +406,56 @@ def test_labelled_dataset_rates_on_the_evaluation_split():
     deletions = out["deletions"]
     assert deletions[["check_id", "origin", "had_unique_catch"]].values.tolist() == [
         ["l1", "label", True]]
+
+
+# --- Tables 4 and 5: the paper's rows -------------------------------------------------------
+
+def verdicts_from(fails: dict[str, set], item_ids) -> Verdicts:
+    rows = [dict(item_id=i, kind="check", scope="", source="", rendering="per_check",
+                 check_text=text, vote=0, answer="no" if i in failing else "yes")
+            for text, failing in fails.items() for i in item_ids]
+    return Verdicts(pd.DataFrame(rows))
+
+
+def test_table4_rows_are_the_papers_reports_with_pass_and_fail():
+    variants = ["correct-1", "correct-2", "correct-part-b", "fabricated_finding-1",
+                "missed_finding-1", "missed_finding-2", "wrong_resource-1", "unchecked_omission-1"]
+    items = pd.DataFrame([dict(item_id=f"recon:s:{v}", task="t", output=v,
+                               label="correct" if v.startswith("correct") else "flawed",
+                               scope="s", split="calibration", unplanned=v.startswith("unch"),
+                               in_recon72=v != "correct-part-b") for v in variants])
+    starts = {"hand": {"s": Rubric("h", (RubricCheck("h1", H1, "hand"),))},
+              "label": {ALL_SCOPE: Rubric("l", (RubricCheck("l1", L1, "label"),))}}
+    record = {"source": "hand", "mode": "free", "seed": 1, "reviser": "r", "rounds": 0,
+              "scopes": {"s": {"start": {"name": "h", "checks": [
+                  {"id": "h1", "text": H1, "origin": "hand", "lineage": []}]}, "rounds": []}}}
+    from rubriclab.carry.analysis import recon_failing_rows
+    verdicts = verdicts_from({H1: {"recon:s:missed_finding-1"}, L1: set()}, items["item_id"])
+    rows = recon_failing_rows(items, verdicts, starts, [Chain("hand", record)], "s", "After")
+    hand = [(r["item_name"], r["label"], r["failing_positions"]) for r in rows
+            if r["rubric_version"] == "Hand-written"]
+    assert hand == [("correct 1", "pass", "[]"), ("correct 2", "pass", "[]"),
+                    ("correct (Part B)", "pass", "[]"), ("missed finding", "fail", "[1]"),
+                    ("fabricated", "fail", "[]"), ("wrong resource", "fail", "[]")]
+    with pytest.raises(ValueError, match=r"no report\(s\) \['correct-part-b'\]"):
+        recon_failing_rows(items[items["item_id"] != "recon:s:correct-part-b"], verdicts,
+                           starts, [Chain("hand", record)], "s", "After")
+
+
+def test_table5_takes_the_four_responses_of_one_example():
+    from rubriclab.carry.analysis import table5_example
+    rows = [("a1", "A", "correct"), ("a2", "A", "flawed"),                    # one of each
+            ("b1", "B", "correct"), ("b2", "B", "flawed"), ("b3", "B", "correct"),
+            ("b4", "B", "flawed"), ("b5", "B", "flawed"),                     # the example
+            ("c1", "C", "correct"), ("c2", "C", "correct"), ("c3", "C", "flawed"),
+            ("c4", "C", "flawed")]                                            # later, also 2+2
+    items = pd.DataFrame([dict(item_id=i, task=t, label=label, split="evaluation")
+                          for i, t, label in rows]
+                         + [dict(item_id="0", task="Z", label="correct", split="calibration")])
+    example = table5_example(items)
+    assert list(example["item_id"]) == ["b1", "b3", "b2", "b4"]
+    # no task with two of each: the one with most of its rarer label
+    fewer = items[~items["task"].isin(["B", "C"])]
+    assert list(table5_example(fewer)["item_id"]) == ["a1", "a2"]
+    with pytest.raises(ValueError, match="no RAGTruth evaluation item"):
+        table5_example(items[items["split"] == "calibration"])

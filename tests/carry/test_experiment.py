@@ -8,9 +8,10 @@ import pytest
 
 from rubriclab.carry.checklists import Check
 from rubriclab.carry.experiment import (
-    FAIL, ITEM_COLUMNS, PASS, UNDETERMINED, VERDICT_COLUMNS, CautiousGate, EvidenceSource,
+    FAIL, ITEM_COLUMNS, PASS, UNDETERMINED, JUDGED_VERDICT_COLUMNS, EvidenceSource,
     JudgeSpec, State, Verdicts, adapt_revision, attribution_rows, chain_counts, check_codes,
-    check_texts_by_scope, checked_rubric_round_trip, decision_rows, failing_positions,
+    check_texts_by_scope, checked_rubric_round_trip, decision_rows,
+    decisions_without_evidence, failing_positions, require_disjoint,
     judge_items_and_rubrics, judge_plan, rate_rows, read_items, recon_items, rendering_codes,
     rendering_state_codes, replay_chain, revision_from_record, revision_to_record,
     rubric_after, run_reviser_chain, set_codes, verdict_rows,
@@ -36,7 +37,7 @@ def check_verdicts(answers: dict[tuple[str, str], list[str]]) -> pd.DataFrame:
     rows = [dict(item_id=item, kind="check", scope="", source="", rendering="per_check",
                  check_text=text, vote=vote, answer=answer)
             for (item, text), votes in answers.items() for vote, answer in enumerate(votes)]
-    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    return pd.DataFrame(rows, columns=JUDGED_VERDICT_COLUMNS)
 
 
 def from_fails(fails: dict[str, list[str]], item_ids: list[str]) -> pd.DataFrame:
@@ -85,11 +86,12 @@ def add(text):
     return {"action": "add", "text": text}
 
 
-def record_chain(start: dict[str, Rubric], answers, mode="free", seed=0) -> tuple[dict, list]:
+def record_chain(start: dict[str, Rubric], answers, mode="free", seed=0,
+                 source="") -> tuple[dict, list]:
     ask = ScriptedReviser(answers)
     rounds = len(answers) // len(start)
     record = run_reviser_chain(start, rounds, mode, seed, REVISER, temperature=0.7,
-                               max_tokens=900, description=DESCRIPTION, ask=ask)
+                               max_tokens=900, description=DESCRIPTION, ask=ask, source=source)
     assert ask.answers == []
     return record, ask.requests
 
@@ -126,7 +128,7 @@ def test_rendering_codes_majority():
     rows += [dict(item_id="i1", kind="rendering", scope="e", source="hand",
                   rendering="all_in_one", check_text="", vote=v, answer=a)
              for v, a in enumerate(["fail", "unparseable", "pass"])]
-    codes = rendering_codes(pd.DataFrame(rows, columns=VERDICT_COLUMNS))
+    codes = rendering_codes(pd.DataFrame(rows, columns=JUDGED_VERDICT_COLUMNS))
     assert codes == {("i1", "hand", "scale"): PASS, ("i1", "hand", "all_in_one"): UNDETERMINED}
 
 
@@ -156,7 +158,7 @@ def test_verdict_rows_from_completions():
                    SimpleNamespace(outcome="ok", parsed=4),
                    SimpleNamespace(outcome="unparseable", parsed=None)]
     table = verdict_rows(rows, completions)
-    assert list(table.columns) == VERDICT_COLUMNS
+    assert list(table.columns) == JUDGED_VERDICT_COLUMNS
     assert table["answer"].tolist() == ["no", "fail", "fail", "unparseable"]
     with pytest.raises(ValueError):
         verdict_rows(rows, completions[:3])
@@ -295,6 +297,20 @@ def test_run_reviser_chain_records_every_round_and_asks_with_the_current_rubric(
         DESCRIPTION, rubric_after(record, "e1", 1), "free")
     assert requests[3].message_dicts() == revision_messages(DESCRIPTION, START[ALL_SCOPE],
                                                             "free")
+
+
+def test_an_added_check_names_its_reviser_and_the_start_it_was_added_to():
+    answers = [[keep("a"), keep("b"), keep("c"), add("N.")]]
+    for source in ("hand", "label"):
+        record, _ = record_chain(ABC, answers, source=source)
+        assert record["source"] == source and record["reviser"] == REVISER
+        added = rubric_after(record, "e1", 1).check("r1-add1")
+        assert added.origin == f"review by {REVISER} of {source}"
+        for gate in ("none", "S+P"):   # a replay gives the add the same origin
+            replayed = replay_chain(record, gate, EvidenceSource(abc_verdicts(), GATE_ITEMS))
+            if "r1-add1" in replayed["e1"].final.ids:
+                assert replayed["e1"].final.check("r1-add1").origin == added.origin
+        checked_rubric_round_trip(record)
 
 
 def test_ungated_replay_reproduces_the_recorded_rubrics():
@@ -436,7 +452,7 @@ def test_evidence_source_only_uses_items_in_the_rubric_scope():
     assert everything(ABC["e1"], revision).flawed.tolist() == [True, True, False, True]
 
 
-def test_cautious_gate_r_with_one_label_keeps_the_rubric_unchanged():
+def test_gate_r_replay_with_one_label_keeps_the_rubric_and_counts_the_refusals():
     only_flawed = GATE_ITEMS[GATE_ITEMS["label"] == "flawed"]
     record, _ = record_chain(ABC, [[delete("a"), edit("b", "M."), keep("c"), add("N.")],
                                    [delete("c"), keep("b"), keep("r1-add1")]])
@@ -445,25 +461,30 @@ def test_cautious_gate_r_with_one_label_keeps_the_rubric_unchanged():
     assert [r.rubric for r in result.rounds] == [ABC["e1"], ABC["e1"]]
     rows = decision_rows(replayed)
     assert all(r["accepted"] == (r["action"] == "keep") for r in rows)
-    assert {r["reason"] for r in rows} == {"Gate R: no calibration items of both labels"}
+    assert [r["evidence"] for r in rows if r["action"] != "keep"] == [False] * 4
+    assert decisions_without_evidence(replayed, 1) == 3
+    assert decisions_without_evidence(replayed, 2) == 4
+    with_both = replay_chain(record, "R", EvidenceSource(abc_verdicts(), GATE_ITEMS))
+    assert decisions_without_evidence(with_both, 2) == 0
 
 
-def test_cautious_gate_delegates_when_both_labels_are_there():
-    revision = Revision((Delete("a"), Keep("b"), Keep("c")), 1, REVISER, "free")
-    evidence = GateEvidence(np.array([True, True, False]),
-                            {"a": np.array([True, False, False]),
-                             "b": np.array([False, True, False]),
-                             "c": np.array([False, True, False])})
-    cautious = CautiousGate(get_gate("R"), "R").decide(ABC["e1"], revision, evidence)
-    assert cautious == get_gate("R").decide(ABC["e1"], revision, evidence)
-    # deleting a drops g1: BA (1 + 1)/2 = 1 -> (1 + 1/2)/2 = 0.75, refused
-    assert [d.accepted for d in cautious] == [False, True, True]
-    only_correct = GateEvidence(np.array([False]), {i: np.array([False]) for i in "abc"})
-    decisions = CautiousGate(get_gate("R"), "R").decide(ABC["e1"], revision, only_correct)
-    assert [d.accepted for d in decisions] == [False, True, True]
-    # other gates are never made cautious
-    s = CautiousGate(get_gate("S"), "S").decide(ABC["e1"], revision, only_correct)
-    assert [d.accepted for d in s] == [True, True, True]
+def test_gate_s_replay_of_a_scope_without_gate_items_changes_nothing():
+    record, _ = record_chain(ABC, [[delete("a"), delete("b"), keep("c"), add("N.")]])
+    elsewhere = GATE_ITEMS[GATE_ITEMS["scope"] == "e2"]
+    for gate in ("S", "S+P", "R"):
+        replayed = replay_chain(record, gate, EvidenceSource(abc_verdicts(), elsewhere))
+        assert replayed["e1"].final == ABC["e1"]
+        assert decisions_without_evidence(replayed, 1) == 3
+    assert replay_chain(record, "P", None)["e1"].final.ids == ["c", "r1-add1"]
+
+
+def test_evidence_source_without_items_and_disjointness():
+    source = EvidenceSource(abc_verdicts(), GATE_ITEMS)
+    assert source.without(["g1"]).item_ids == {"g2", "g3", "x1"}
+    assert source.item_ids == {"g1", "g2", "g3", "x1"}
+    require_disjoint(source.without(["g1"]).item_ids, ["g1"], "here")
+    with pytest.raises(ValueError, match=r"here: 1 item\(s\) are both gate evidence and scored"):
+        require_disjoint(source.item_ids, ["g1", "zz"], "here")
 
 
 # --- rates ----------------------------------------------------------------------------------

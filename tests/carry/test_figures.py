@@ -14,7 +14,7 @@ from tests.figure_files import assert_figure_files, paths
 MAIN = "anthropic/claude-sonnet-4-5"
 OTHER = "anthropic/claude-haiku-4-5"
 N = {"correct_passed": 24, "flawed_caught": 48, "unplanned_caught": 12}
-BASE = dict(dataset="recon", judge=MAIN, item_set="recon108", environments="all",
+BASE = dict(dataset="recon", judge=MAIN, item_set="recon108", environments="all", reviser="",
             source="hand", rendering="per_check", mode="", seed=0, round=0, gate="none",
             variant="standard", low=math.nan, high=math.nan, n_undetermined=0)
 
@@ -173,14 +173,14 @@ REVIEW = "review by anthropic/claude-opus-4-1"
 
 
 def attribution_row(check_id, origin, credit, blame, judge=MAIN, round_=1, **fields):
-    return {"dataset": "recon", "judge": judge, "source": "hand", "mode": "free", "seed": 1,
+    return {"dataset": "recon", "judge": judge, "reviser": "rev/a", "source": "hand", "mode": "free", "seed": 1,
             "round": round_, "scope": "storage", "check_id": check_id, "origin": origin,
             "credit": credit, "blame": blame, "unique_catches": 0,
             "deleted_next_round": False, **fields}
 
 
 def deletion_row(check_id, origin, unique, blame, judge=MAIN, **fields):
-    return {"dataset": "recon", "judge": judge, "source": "hand", "mode": "free", "seed": 1,
+    return {"dataset": "recon", "judge": judge, "reviser": "rev/a", "source": "hand", "mode": "free", "seed": 1,
             "round": 2, "scope": "storage", "check_id": check_id, "origin": origin,
             "had_unique_catch": unique, "had_blame": blame, **fields}
 
@@ -309,3 +309,38 @@ def test_fig6_errors(fig6_rates, tmp_path):
         fig6_gated_quality(fig6_rates.drop(columns="variant"), MAIN, *paths(tmp_path, "x"))
     with pytest.raises(ValueError, match="no revision round"):
         fig6_gated_quality(fig6_rates[fig6_rates["round"] == 0], MAIN, *paths(tmp_path, "x"))
+
+
+# --------------------------------------------------------------------------- revisers
+
+def test_fig4_and_fig6_keep_revisers_apart(fig4_rates, fig6_rates, tmp_path):
+    other = fig4_rates[(fig4_rates["source"] == "hand") & (fig4_rates["mode"] == "free")
+                       & (fig4_rates["seed"] == 1) & (fig4_rates["gate"] == "none")
+                       & (fig4_rates["environments"] == "all") & (fig4_rates["judge"] == MAIN)
+                       & (fig4_rates["variant"] == "standard")]
+    second = other.assign(reviser="rev/b", value=other["value"] + 1)
+    table = fig4_self_review_drift(pd.concat([fig4_rates, second]), MAIN, *paths(tmp_path, "r4"))
+    got = table.set_index(["reviser", "source", "mode", "round", "metric"])
+    # reviser "" keeps its two-seed mean; rev/b has its one seed, one point higher
+    assert got.loc[("", "hand", "free", 2, "correct_passed"), "value"] == 8.0
+    assert got.loc[("rev/b", "hand", "free", 2, "correct_passed"), "value"] == 11.0
+    assert got.loc[("rev/b", "hand", "free", 2, "correct_passed"), "seeds"] == 1
+    gated = fig6_rates[(fig6_rates["source"] == "hand") & (fig6_rates["mode"] == "free")
+                       & (fig6_rates["environments"] == "evaluation")
+                       & (fig6_rates["judge"] == MAIN)]
+    table6 = fig6_gated_quality(pd.concat([fig6_rates, gated.assign(reviser="rev/b",
+                                                                    value=gated["value"] / 2)]),
+                                MAIN, *paths(tmp_path, "r6"))
+    got6 = table6.set_index(["reviser", "source", "gate", "metric"])
+    assert got6.loc[("rev/b", "hand", "S+P", "correct_passed"), "value"] == 48.0   # 96 / 2
+    assert got6.loc[("", "hand", "S+P", "correct_passed"), "value"] == 95.0        # (96 + 94) / 2
+    assert list(dict.fromkeys(table6["reviser"])) == ["", "rev/b"]
+
+
+def test_fig5_counts_the_same_check_of_two_revisers_twice(fig5_frames, tmp_path):
+    attribution, deletions = fig5_frames
+    again = deletions[deletions["check_id"] == "c3"].assign(reviser="rev/b")
+    table = fig5_attribution_by_origin(attribution, pd.concat([deletions, again]), MAIN,
+                                       *paths(tmp_path, "fig5r"))
+    hand = table.set_index("origin").loc["hand"]
+    assert hand["deleted"] == 3 and hand["deleted_with_blame"] == 2   # c1, c3 (rev/a), c3 (rev/b)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from rubriclab.carry.gates import (
-    GATES, Decision, GateEvidence, balanced_accuracy, get_gate,
+    GATES, Decision, GateEvidence, get_gate, rubric_balanced_accuracy,
 )
 from rubriclab.carry.revision import (
     Add, Delete, Edit, Keep, Revision, Rubric, RubricCheck, apply_revision,
@@ -62,7 +62,7 @@ def test_no_gate_accepts_everything():
 def test_table1_balanced_accuracy():
     fails = np.column_stack([TABLE1_FAILS[i] for i in "ABCD"])
     # correct passed 1/2 (R5 passes, R4 fails), flawed caught 3/3
-    assert balanced_accuracy(fails, TABLE1_FLAWED) == Fraction(3, 4)
+    assert rubric_balanced_accuracy(fails, TABLE1_FLAWED) == Fraction(3, 4)
 
 
 @pytest.mark.parametrize("op, proposed, expected", [
@@ -91,14 +91,17 @@ def test_gate_r_accepts_a_trade_that_raises_balanced_accuracy():
     assert decision.accepted and "raises" in decision.reason
 
 
-def test_gate_r_needs_evidence_with_both_labels():
-    rubric = Rubric("t", (RubricCheck("a", "A.", "hand"),))
-    revision = Revision(ops=(Keep("a"),), round=1, reviser=REVISER, mode="free")
-    with pytest.raises(ValueError, match="evidence"):
-        GATES["R"].decide(rubric, revision, None)
-    only_flawed = GateEvidence(np.array([True, True]), {"a": np.array([True, False])})
-    with pytest.raises(ValueError, match="both labels"):
-        GATES["R"].decide(rubric, revision, only_flawed)
+def test_gate_r_without_both_labels_refuses_changes_and_says_so():
+    rubric = Rubric("t", (RubricCheck("a", "A.", "hand"), RubricCheck("b", "B.", "hand")))
+    revision = Revision(ops=(Keep("a"), Delete("b")), round=1, reviser=REVISER, mode="free")
+    only_flawed = GateEvidence(np.array([True, True]), {"a": np.array([True, False]),
+                                                        "b": np.array([False, True])})
+    for evidence in (None, only_flawed):
+        keep, delete = GATES["R"].decide(rubric, revision, evidence)
+        assert keep.accepted and keep.evidence
+        assert not delete.accepted and not delete.evidence
+        assert "no calibration evidence" in delete.reason
+        assert apply_revision(rubric, revision, {0}).ids == ["a", "b"]
 
 
 # --- gate P ---------------------------------------------------------------------------------
@@ -126,7 +129,7 @@ def test_gate_p_freezes_label_derived_checks_only(op, expected):
     (Delete("B"), {}, True),                           # redundant: no unique catch
     (Delete("C"), {}, True),
     (Delete("D"), {}, True),                           # deleting blame is fine
-    (Keep("D"), {}, False),                            # D carries blame 1 (R4)
+    (Keep("D"), {}, True),                             # a keep is not a change
     (Keep("A"), {}, True),
     (Add("New."), {0: FAILS_CORRECT_R5}, False),       # the new check fails a correct item
     (Add("New."), {0: FAILS_FLAWED_R1}, True),
@@ -139,15 +142,62 @@ def test_gate_s_keeps_unique_catches_and_refuses_blame(op, proposed, expected):
     assert decision.accepted is expected, decision.reason
 
 
-def test_gate_s_refusing_a_keep_removes_the_blamed_check():
+def test_gate_s_keeps_a_blamed_check_that_holds_a_unique_catch():
+    # D fails correct R4 (blame) and is the only check failing flawed R6 (unique catch).
+    flawed = np.append(TABLE1_FLAWED, True)
+    current = {k: np.append(v, k == "D") for k, v in TABLE1_FAILS.items()}
     rubric = table1_rubric()
-    revision = Revision(ops=tuple(Keep(i) for i in "ABCD"), round=1, reviser=REVISER,
-                        mode="free")
-    decisions = GATES["S"].decide(rubric, revision, GateEvidence(TABLE1_FLAWED, TABLE1_FAILS))
-    assert accepted(decisions) == [True, True, True, False]
-    assert "removed" in decisions[3].reason
-    kept = {d.op_index for d in decisions if d.accepted}
-    assert apply_revision(rubric, revision, kept).ids == ["A", "B", "C"]
+    keeps = Revision(ops=tuple(Keep(i) for i in "ABCD"), round=1, reviser=REVISER, mode="free")
+    decisions = GATES["S"].decide(rubric, keeps, GateEvidence(flawed, current))
+    assert accepted(decisions) == [True] * 4
+    assert apply_revision(rubric, keeps, {d.op_index for d in decisions}).ids == list("ABCD")
+    [delete_d] = decide("S", [Delete("D")], {}, rubric, flawed, current)
+    assert not delete_d.accepted and "unique catch" in delete_d.reason
+
+
+def test_gate_s_refuses_the_second_of_two_deletions_that_lose_a_catch_together():
+    # R3 is failed by B, C and D; with D deleted first, B and C each still look redundant
+    # alone, but after B is accepted C holds R3 alone.
+    rubric = table1_rubric()
+    ops = [Delete("D"), Delete("B"), Delete("C")]
+    alone = [decide("S", [op])[0].accepted for op in ops]
+    assert alone == [True, True, True]
+    together = decide("S", ops)
+    assert accepted(together) == [True, True, False]
+    assert "unique catch" in together[2].reason
+    kept = {d.op_index for d in together if d.accepted}
+    revised = apply_revision(rubric, Revision(tuple(ops), 1, REVISER, "free"), kept)
+    assert revised.ids == ["A", "C"]
+    fails = np.column_stack([TABLE1_FAILS[i] for i in revised.ids])
+    assert fails[TABLE1_FLAWED].any(axis=1).all()   # still catches every flawed output
+
+
+def test_gates_decide_each_change_against_the_changes_already_accepted():
+    # Gate R: deleting A alone loses R1 (refused), but an add that catches R1 accepted before
+    # it makes the deletion a tie.
+    ops = [Add("Catches R1."), Delete("A")]
+    assert accepted(decide("R", ops[1:])) == [False]
+    assert accepted(decide("R", ops, {0: FAILS_FLAWED_R1})) == [True, True]
+    # Gate S likewise: A's unique catch is shared with the accepted add, so A may go; in
+    # the other order the deletion comes first and is refused.
+    assert accepted(decide("S", ops, {0: FAILS_FLAWED_R1})) == [True, True]
+    assert accepted(decide("S", ops[::-1], {1: FAILS_FLAWED_R1})) == [False, True]
+
+
+def test_gate_s_without_evidence_refuses_every_change_and_counts_it():
+    rubric = table1_rubric()
+    ops = (Keep("A"), Delete("B"), Edit("C", "C'."), Add("New."))
+    revision = Revision(ops=ops, round=1, reviser=REVISER, mode="free")
+    empty = GateEvidence(np.zeros(0, dtype=bool), {i: np.zeros(0, dtype=bool) for i in "ABCD"},
+                         {2: np.zeros(0, dtype=bool), 3: np.zeros(0, dtype=bool)})
+    for gate in ("S", "S+P", "R"):
+        for evidence in (None, empty):
+            decisions = GATES[gate].decide(rubric, revision, evidence)
+            assert accepted(decisions) == [True, False, False, False]
+            assert [d.evidence for d in decisions] == [True, False, False, False]
+    p_decisions = GATES["P"].decide(rubric, revision, None)
+    assert accepted(p_decisions) == [True, False, True, True]   # B is label-derived
+    assert all(d.evidence for d in p_decisions)
 
 
 # --- gate S+P -------------------------------------------------------------------------------
@@ -180,14 +230,14 @@ def test_intersection_cases_cover_every_combination():
     assert outcomes == {(True, True), (True, False), (False, True)}
 
 
-def test_gate_s_plus_p_never_removes_a_frozen_check():
+def test_no_gate_removes_a_kept_check():
     rubric = Rubric("t", (RubricCheck("L", "Label check.", "label"),
                           RubricCheck("H", "Hand check.", "hand")))
     flawed = np.array([True, False])
     current = {"L": np.array([True, True]), "H": np.array([False, True])}  # both blamed
     ops = [Keep("L"), Keep("H")]
-    assert accepted(decide("S", ops, {}, rubric, flawed, current)) == [False, False]
-    assert accepted(decide("S+P", ops, {}, rubric, flawed, current)) == [True, False]
+    for gate in GATES:
+        assert accepted(decide(gate, ops, {}, rubric, flawed, current)) == [True, True]
 
 
 # --- evidence -------------------------------------------------------------------------------
@@ -202,6 +252,11 @@ def test_evidence_is_validated():
         evidence.fails_matrix(table1_rubric())
     with pytest.raises(ValueError, match="operation 0"):
         decide("S", [Add("New.")], {})
+
+
+def test_a_change_to_a_check_already_deleted_this_round_is_an_error():
+    with pytest.raises(ValueError, match="'D', which the rubric does not hold"):
+        decide("none", [Delete("D"), Edit("D", "D'.")], {1: FAILS_NOTHING})
 
 
 def test_unknown_gate_is_an_error():
@@ -263,7 +318,7 @@ def calibration_evidence(rubric: Rubric, revision: Revision) -> GateEvidence:
 
 def calibration_ba(rubric: Rubric) -> Fraction:
     fails = np.column_stack([judged(c.text) for c in rubric.checks])
-    return balanced_accuracy(fails, CHAIN_FLAWED)
+    return rubric_balanced_accuracy(fails, CHAIN_FLAWED)
 
 
 def test_ungated_chain_drifts():

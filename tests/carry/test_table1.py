@@ -22,3 +22,13 @@ def test_table1_markdown_states_shares_and_totals():
     assert "| R4 | correct | D | D: 1 of blame |" in markdown
     assert "| A | 1.50 | 0.00 | 1 | 2 |" in markdown and "| B | 0.83 | 0.00 | 0 | 2 |" in markdown
     assert "Credits sum to 3.00 = the 3 flawed outputs caught; blame sums to 1.00" in markdown
+
+
+def test_share_text_of_every_shape():
+    from rubriclab.carry.table1 import share_text
+    assert share_text([], "flawed") == share_text([], "correct") == "none"
+    assert share_text(["A"], "flawed") == "A: 1 (unique catch)"
+    assert share_text(["A", "B"], "flawed") == "A, B: 1/2 each"
+    assert share_text(["D"], "correct") == "D: 1 of blame"
+    # a correct output failing two checks: half the blame each (was "1 of blame/2 each")
+    assert share_text(["A", "B"], "correct") == "A, B: 1/2 of blame each"

@@ -15,7 +15,7 @@ from rubriclab.carry.tables import (
 HAIKU, SONNET, OPUS = ("anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-4-5",
                        "anthropic/claude-opus-4-1")
 N = {"correct_passed": 36, "flawed_caught": 72, "unplanned_caught": 12}
-BASE = dict(dataset="recon", judge=SONNET, item_set="recon108", environments="all",
+BASE = dict(dataset="recon", judge=SONNET, item_set="recon108", environments="all", reviser=OPUS,
             source="hand", rendering="per_check", mode="free", seed=1, round=0, gate="none",
             variant="standard", low=math.nan, high=math.nan, n_undetermined=0)
 METRICS = ["correct_passed", "flawed_caught", "unplanned_caught"]
@@ -67,7 +67,8 @@ def table2_rates():
 
 def test_table2_cells_match_the_paper(table2_rates):
     markdown, table = table2_gate_replay(table2_rates)
-    assert list(table.columns) == ["chain", "source", "mode", "seed", "rubric_or_gate", "round",
+    assert list(table.columns) == ["chain", "reviser", "source", "mode", "seed", "rubric_or_gate",
+                                   "round",
                                    HAIKU, HAIKU + " 95% CI", SONNET, SONNET + " 95% CI",
                                    OPUS, OPUS + " 95% CI"]
     # every rate carries its interval, in the same layout (the fixture's bounds are NaN)
@@ -77,7 +78,9 @@ def test_table2_cells_match_the_paper(table2_rates):
 
     assert list(table["rubric_or_gate"]) == ["start", "ungated (round 4)",
                                              "Gate S+P, leave-one-out"] * 2
-    assert list(table["chain"]) == ["Hand-written, free, seed 1"] * 3 + ["Label-taught, free, seed 2"] * 3
+    by = f"review by {OPUS}"
+    assert list(table["chain"]) == ([f"Hand-written, free, {by}, seed 1"] * 3
+                                    + [f"Label-taught, free, {by}, seed 2"] * 3)
     hand = table[table["source"] == "hand"].set_index("rubric_or_gate")
     assert hand.loc["start", SONNET] == "97.2 / 83.3 / 0.0"
     assert hand.loc["start", HAIKU] == "100.0 / 83.3 / 0.0"
@@ -86,7 +89,8 @@ def test_table2_cells_match_the_paper(table2_rates):
     label = table[table["source"] == "label"].set_index("rubric_or_gate")
     assert label.loc["ungated (round 4)", SONNET] == "80.6 / 84.7 / 8.3"
     assert label.loc["Gate S+P, leave-one-out", SONNET] == "80.6 / 100.0 / 100.0"
-    assert "| Hand-written, free, seed 1 | start | 100.0 / 83.3 / 0.0 | 97.2 / 83.3 / 0.0 |" in markdown
+    assert (f"| Hand-written, free, {by}, seed 1 | start | 100.0 / 83.3 / 0.0 | "
+            "97.2 / 83.3 / 0.0 |") in markdown
     assert "|  | ungated (round 4) |" in markdown
     assert f"| Chain | Rubric or gate | {HAIKU} judge | {SONNET} judge | {OPUS} judge |" in markdown
     assert "Table 2: Gate replay under 3 judge models" in markdown
@@ -160,10 +164,17 @@ def table3_rates():
 
 def test_table3_cells_and_headings(table3_rates):
     markdown, table = table3_gates_human_labeled(table3_rates, OPUS)
-    assert list(table["dataset"]) == ["summedits", "summedits", "ragtruth"]
-    assert list(table["chain"]) == ["Generated, free", "Label-taught, fixed count",
-                                    "Label-taught, free"]
-    generated = table.iloc[0]
+    chains = table[table["kind"] == "chain"]
+    assert list(chains["dataset"]) == ["summedits", "summedits", "ragtruth"]
+    by = f"review by {OPUS}"
+    assert list(chains["chain"]) == [f"Generated, free, {by}",
+                                     f"Label-taught, fixed count, {by}",
+                                     f"Label-taught, free, {by}"]
+    # one seed per chain here: the csv's seed rows hold the same cells
+    assert list(table[table["kind"] == "seed"]["chain"]) == [
+        f"Generated, free, {by}, seed 1", f"Label-taught, fixed count, {by}, seed 1",
+        f"Label-taught, free, {by}, seed 1"]
+    generated = chains.iloc[0]
     assert [generated[c] for c in ("start", "ungated", "Gate R", "Gate P", "Gate S",
                                    "Gate S+P")] == [
         "72.5 / 79.6", "58.8 / 87.8", "64.7 / 83.7", "58.8 / 87.8", "68.6 / 81.6",
@@ -171,20 +182,30 @@ def test_table3_cells_and_headings(table3_rates):
     assert set(table["final_round"]) == {2}
     assert "SummEdits (51 consistent, 49 inconsistent evaluation items)" in markdown
     assert "RAGTruth (56 faithful, 56 hallucinated evaluation items)" in markdown
-    assert ("| Label-taught, free | 80.4 / 75.0 | 60.7 / 80.4 | 62.5 / 80.4 | 71.4 / 78.6 |"
+    assert (f"| Label-taught, free, {by} | 80.4 / 75.0 | 60.7 / 80.4 | 62.5 / 80.4 | 71.4 / 78.6 |"
             " 75.0 / 76.8 | 80.4 / 75.0 |") in markdown
     assert "| Chain | start | ungated | Gate R | Gate P | Gate S | Gate S+P |" in markdown
     assert "after round 2" in markdown
 
 
-def test_table3_adds_seed_only_when_an_arm_has_several(table3_rates):
+def test_table3_has_one_row_per_chain_the_mean_of_its_seeds(table3_rates):
     second = human_chain("ragtruth", "label", "free", (80.4, 75.0),
                          {"none": (50.0, 90.0)}, RAGTRUTH_N, seed=2)
     rates = pd.concat([table3_rates, frame(second)], ignore_index=True)
-    _, table = table3_gates_human_labeled(rates, OPUS)
+    markdown, table = table3_gates_human_labeled(rates, OPUS)
     rag = table[table["dataset"] == "ragtruth"]
-    assert list(rag["chain"]) == ["Label-taught, free, seed 1", "Label-taught, free, seed 2"]
+    by = f"review by {OPUS}"
+    assert list(rag["chain"]) == [f"Label-taught, free, {by}, seed 1",
+                                  f"Label-taught, free, {by}, seed 2",
+                                  f"Label-taught, free, {by}, mean of 2 seeds"]
+    assert list(rag["kind"]) == ["seed", "seed", "chain"]
     assert rag.iloc[1]["Gate S+P"] == "n/a / n/a"
+    mean = rag.iloc[2]
+    # ungated: seed 1 60.7 / 80.4, seed 2 50.0 / 90.0 -> 55.35 / 85.2
+    assert mean["ungated"] == "55.4 / 85.2" and mean["seed"] == "mean"
+    assert mean["Gate S+P"] == "80.4 / 75.0"      # only seed 1 has the gate
+    chain_lines = [line for line in markdown.splitlines() if "mean of 2 seeds" in line]
+    assert len(chain_lines) == 1 and "| 55.4 / 85.2 |" in chain_lines[0]
 
 
 def test_table3_errors(table3_rates):

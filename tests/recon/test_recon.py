@@ -123,13 +123,14 @@ def _claim_entry(claim):
     return entry
 
 
-def test_each_rubric_has_6_to_10_hand_checks_and_one_open_coverage_check(dataset, environments):
+def test_each_rubric_has_5_to_9_hand_checks_and_no_open_coverage_check(dataset, environments):
     rubrics = dataset.rubrics
     assert set(rubrics["environment"]) == set(environments)
     for key, checks in rubrics.groupby("environment"):
-        assert 6 <= len(checks) <= 10, key
+        assert 5 <= len(checks) <= 9, key
         assert set(checks["origin"]) == {"hand"}
-        assert checks["open_coverage"].sum() == 1, key
+        assert checks["open_coverage"].sum() == 0, key
+        assert not checks["text"].str.contains("not only the ones named").any(), key
         assert checks["check_id"].is_unique
         targeted = {t for targets in checks["targets"] for t in json.loads(targets)}
         env = environments[key]
@@ -161,8 +162,28 @@ def test_recon108_matches_the_documented_composition(dataset):
     assert (~flawed["planned"]).sum() == totals["unplanned_flawed"]
     counts = Counter(flawed["flaw_type"])
     assert all(counts[kind] == 20 for kind in PLANNED_FLAW_TYPES)
-    assert all(counts[kind] == 4 for kind in UNPLANNED_FLAW_TYPES)
+    # every unplanned flaw is the omission of the one finding no hand check names
+    assert UNPLANNED_FLAW_TYPES == ("unchecked_omission",)
+    assert counts["unchecked_omission"] == 12 and len(counts) == 4
+    unplanned = flawed[~flawed["planned"]]
+    assert set(unplanned["flaw_type"]) == {"unchecked_omission"}
+    environments = {env.key: env for env in dataset.environments}
+    for row in unplanned.itertuples(index=False):
+        unchecked = environments[row.environment].unchecked_finding.id
+        stated = {f["finding_id"] for f in json.loads(row.stated_findings)}
+        assert unchecked not in stated, row.item_id
     assert set(dataset.prepared("recon72")["item_id"]) < set(recon108["item_id"])
+
+
+def test_a_hand_rubric_with_an_open_coverage_check_is_refused(environments):
+    from dataclasses import replace as dc_replace
+
+    from rubriclab.recon.rubrics import hand_rubric, validate_rubric
+    env = environments["storage"]
+    checks = hand_rubric(env)
+    coverage = dc_replace(checks[-1], check_id="storage-hx", open_coverage=True)
+    with pytest.raises(ValueError, match="no open coverage check"):
+        validate_rubric(env, (*checks, coverage))
 
 
 def test_every_flawed_twin_is_a_correct_report_of_the_same_set(dataset):

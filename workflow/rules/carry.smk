@@ -12,6 +12,7 @@ wildcard_constraints:
     mode="free|fixed_count|delete_only",
     seed=r"\d+",
     judge="|".join(re.escape(slug) for slug in JUDGE_BY_SLUG),
+    reviser="|".join(re.escape(slug) for slug in REVISER_BY_SLUG),
 
 
 def carry_items_input(wildcards):
@@ -80,20 +81,21 @@ rule carry_chain:
     input:
         start="results/carry/rubrics/{cdataset}/{source}.json",
     output:
-        chain="results/carry/chains/{cdataset}/{source}-{mode}-seed{seed}.json",
-        ledger="results/ledger/carry_chain-{cdataset}-{source}-{mode}-seed{seed}.jsonl",
+        chain="results/carry/chains/{cdataset}/{reviser}/{source}-{mode}-seed{seed}.json",
+        ledger="results/ledger/carry_chain-{cdataset}-{reviser}-{source}-{mode}-seed{seed}.jsonl",
     params:
-        reviser=REVISER,
+        reviser=lambda w: REVISER_BY_SLUG[w.reviser],
         rounds=lambda w: config["carry"]["chains"][w.cdataset]["rounds"],
         temperature=config["carry"]["chains"]["temperature"],
         max_tokens=config["carry"]["chains"]["max_tokens"],
         code=CARRY_CODE,
     resources:
-        **model_resources(REVISER),
+        local_llm=lambda w: model_resources(REVISER_BY_SLUG[w.reviser])["local_llm"],
+        api_calls=lambda w: model_resources(REVISER_BY_SLUG[w.reviser])["api_calls"],
     log:
-        "logs/carry_chain/{cdataset}-{source}-{mode}-seed{seed}.log",
+        "logs/carry_chain/{cdataset}-{reviser}-{source}-{mode}-seed{seed}.log",
     benchmark:
-        "results/benchmarks/carry_chain/{cdataset}-{source}-{mode}-seed{seed}.tsv"
+        "results/benchmarks/carry_chain/{cdataset}-{reviser}-{source}-{mode}-seed{seed}.tsv"
     script:
         "../scripts/carry_chain.py"
 
@@ -175,8 +177,8 @@ rule carry_failing_checks:
         recon_starts=expand("results/carry/rubrics/recon/{source}.json", source=["hand", "label"]),
         ragtruth_starts=expand("results/carry/rubrics/ragtruth/{source}.json",
                                source=["generated", "label"]),
-        recon_chain=carry_chain_files("recon"),
-        ragtruth_chain=carry_chain_files("ragtruth"),
+        recon_chain=carry_chain_files("recon", MAIN_REVISER_SLUG),
+        ragtruth_chain=carry_chain_files("ragtruth", MAIN_REVISER_SLUG),
     output:
         "results/carry/failing_checks.csv",
     params:
@@ -187,6 +189,23 @@ rule carry_failing_checks:
         "logs/carry_failing_checks.log",
     script:
         "../scripts/carry_failing_checks.py"
+
+
+rule carry_gate_agreement:
+    input:
+        decisions=[f for d in CARRY_DATASETS for f in carry_judge_files(d, "decisions.csv")],
+    output:
+        md=report("figures/carry/table_gate_agreement.md",
+                  caption="../report/carry_gate_agreement.rst", category="carry"),
+        csv="figures/carry/table_gate_agreement.csv",
+        splits="figures/carry/table_gate_agreement_splits.csv",
+    params:
+        judges=CARRY_JUDGES,
+        code=CARRY_CODE,
+    log:
+        "logs/carry_gate_agreement.log",
+    script:
+        "../scripts/carry_gate_agreement.py"
 
 
 def carry_report(path, caption):

@@ -118,26 +118,35 @@ if JUDGE not in CARRY_JUDGES:
                      f"must be one of them, got {CARRY_JUDGES}")
 GENERATOR = config["models"]["generator"]
 REVISER = config["models"]["reviser"]
+REVISERS = config["models"]["revisers"] or [REVISER]
+if REVISER not in REVISERS:
+    raise ValueError(f"config key 'models.revisers': the main reviser models.reviser ({REVISER!r}) "
+                     f"must be one of them, got {REVISERS}")
 
 
 JUDGE_BY_SLUG = {model_slug(model): model for model in CARRY_JUDGES}
 MAIN_JUDGE_SLUG = model_slug(JUDGE)
+REVISER_BY_SLUG = {model_slug(model): model for model in REVISERS}
+MAIN_REVISER_SLUG = model_slug(REVISER)
 
 
 def carry_chains(dataset):
-    """(source, mode, seed) of every chain of the dataset."""
+    """(reviser slug, source, mode, seed) of every chain of the dataset: every reviser runs
+    every planned chain."""
     plan = config["carry"]["chains"][dataset]
-    return [(*entry.split(":"), seed) for entry in plan["chains"]
-            for seed in config["carry"]["chains"]["seeds"]]
+    return [(reviser, *entry.split(":"), seed) for reviser in REVISER_BY_SLUG
+            for entry in plan["chains"] for seed in config["carry"]["chains"]["seeds"]]
 
 
-def carry_chain_files(dataset):
-    return [f"results/carry/chains/{dataset}/{source}-{mode}-seed{seed}.json"
-            for source, mode, seed in carry_chains(dataset)]
+def carry_chain_files(dataset, reviser=None):
+    """Chain records of the dataset (of one reviser slug, or of all)."""
+    return [f"results/carry/chains/{dataset}/{slug}/{source}-{mode}-seed{seed}.json"
+            for slug, source, mode, seed in carry_chains(dataset)
+            if reviser is None or slug == reviser]
 
 
 def carry_start_sources(dataset):
-    return sorted({source for source, _, _ in carry_chains(dataset)}
+    return sorted({source for _, source, _, _ in carry_chains(dataset)}
                   | ({"hand", "generated", "label"} if dataset == "recon" else {"generated", "label"}))
 
 
@@ -151,8 +160,8 @@ def carry_ledger_files():
     for dataset in CARRY_DATASETS:
         files += [f"results/ledger/carry_rubric-{dataset}-{source}.jsonl"
                   for source in carry_start_sources(dataset) if source != "hand"]
-        files += [f"results/ledger/carry_chain-{dataset}-{source}-{mode}-seed{seed}.jsonl"
-                  for source, mode, seed in carry_chains(dataset)]
+        files += [f"results/ledger/carry_chain-{dataset}-{reviser}-{source}-{mode}-seed{seed}.jsonl"
+                  for reviser, source, mode, seed in carry_chains(dataset)]
         files += [f"results/ledger/carry_judge-{dataset}-{judge}.jsonl" for judge in JUDGE_BY_SLUG]
     return files
 
@@ -167,6 +176,7 @@ def carry_targets():
     return [
         *expand("figures/carry/{figure}.{ext}", figure=CARRY_FIGURES, ext=["png", "pdf"]),
         *expand("figures/carry/{table}.{ext}", table=CARRY_TABLES, ext=["md", "csv"]),
+        *expand("figures/carry/table_gate_agreement{part}", part=[".md", ".csv", "_splits.csv"]),
     ]
 
 

@@ -11,7 +11,8 @@ configure_logging(snakemake.log[0])
 params, wildcards = snakemake.params, snakemake.wildcards
 header, start = read_rubric_set(snakemake.input.start)
 config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
-name = f"{wildcards.cdataset}/{wildcards.source}-{wildcards.mode}-seed{wildcards.seed}"
+name = (f"{wildcards.cdataset}/{wildcards.reviser}/{wildcards.source}-{wildcards.mode}"
+        f"-seed{wildcards.seed}")
 ledger = Ledger(snakemake.output.ledger, rule=f"carry_chain[{name}]")
 with LLMClient(config, ledger=ledger, role="reviser") as client:
     record = run_reviser_chain(
@@ -19,7 +20,8 @@ with LLMClient(config, ledger=ledger, role="reviser") as client:
         reviser=params.reviser, temperature=params.temperature, max_tokens=params.max_tokens,
         description=header["task_description"],
         ask=lambda request: client.run([request], label=f"carry chain {name}",
-                                       raise_on_failure=True)[0])
+                                       raise_on_failure=True)[0],
+        source=wildcards.source)
 record = {"dataset": wildcards.cdataset, "source": wildcards.source, **record}
 logging.info("chain %s: %s", name, chain_counts(record))
 Path(snakemake.output.chain).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n",

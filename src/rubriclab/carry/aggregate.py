@@ -35,9 +35,38 @@ MEAN_COLUMNS = [
     "correct_passed_min", "correct_passed_max", "flawed_caught_min", "flawed_caught_max",
 ]
 
-# Ordered so that the worst verdict over a prefix of checks is its maximum code.
-_VERDICT_SEVERITY = {"yes": 0, "unparseable": 1, "no": 2}
-_OUTCOME_OF_SEVERITY = {0: "pass", 1: "undetermined", 2: "fail"}
+# Outcome codes, ordered so that all-must-pass is the maximum over a rubric's checks.
+PASS, UNDETERMINED, FAIL = 0, 1, 2
+_VERDICT_SEVERITY = {"yes": PASS, "unparseable": UNDETERMINED, "no": FAIL}
+_OUTCOME_OF_SEVERITY = {PASS: "pass", UNDETERMINED: "undetermined", FAIL: "fail"}
+
+
+def all_must_pass(codes, axis: int = -1) -> np.ndarray:
+    """The one all-must-pass aggregation of the package: an output fails if some check fails
+    it, is undetermined if none fails and some verdict is undetermined, and passes if every
+    check passes; codes PASS < UNDETERMINED < FAIL along `axis` (the checks)."""
+    codes = np.asarray(codes)
+    if codes.shape[axis] == 0:
+        raise ValueError("all-must-pass needs at least one check")
+    return codes.max(axis=axis)
+
+
+def fails_any(fails: np.ndarray) -> np.ndarray:
+    """All-must-pass of a boolean (outputs x checks) fails matrix: True where the output fails."""
+    fails = np.asarray(fails, dtype=bool)
+    if fails.shape[1] == 0:
+        return np.zeros(fails.shape[0], dtype=bool)
+    return all_must_pass(np.where(fails, FAIL, PASS), axis=1) == FAIL
+
+
+def balanced_accuracy(correct_passed, flawed_caught):
+    """Mean of the two rates (fractions in [0, 1]; exact for Fractions): the accuracy at a
+    flawed share of one half."""
+    for value, name in ((correct_passed, "correct_passed"), (flawed_caught, "flawed_caught")):
+        if not 0 <= value <= 1:
+            raise ValueError(f"{name} must be a fraction in [0, 1], got {value!r} "
+                             "(percents? divide by 100)")
+    return (correct_passed + flawed_caught) / 2
 
 
 def validate_verdicts(df: pd.DataFrame) -> None:
@@ -136,7 +165,9 @@ def _per_check_outcomes(per_check: pd.DataFrame, lengths: list[int]) -> pd.DataF
     )
     wide = wide.reindex(index=every_item_and_run, columns=range(1, max(lengths) + 1))
     _raise_on_missing(wide, "position", f"needed for lengths up to {max(lengths)}")
-    worst_up_to = wide.cummax(axis=1)[lengths].astype(int)
+    codes = wide.to_numpy(dtype=int)
+    worst_up_to = pd.DataFrame({length: all_must_pass(codes[:, :length], axis=1)
+                                for length in lengths}, index=wide.index)
     worst_up_to.columns.name = "length"
     long = worst_up_to.stack().rename("severity").reset_index()
     return long.assign(

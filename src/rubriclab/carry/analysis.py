@@ -1,16 +1,22 @@
 """One judge's analysis of a carry dataset: rates of every rubric state, gate decisions,
 Shapley attribution and the deletions of the self-review chains.
 
-Item sets. Recon: the judged items are the Recon-108 reports of the chosen environments;
-Recon-72 (a subset) is the item set of Figure 1 and the gate items; rates of chains are on
-Recon-108, over all environments and over the evaluation environments. SummEdits /
-RAGTruth: the gate items are the calibration split, rates are on the evaluation split.
+Evidence and scores never overlap (`require_disjoint` is asserted on every replay):
 
-Gate variants. standard: an operation on a rubric is decided with the judge's verdicts on
-every gate item in its scope. loo (Recon only, carry Table 2): the rubric that grades the
-reports of environment e is replayed with evidence from every gate item except e's reports
-(for a rubric written for e alone that leaves no evidence: Gates S and P then decide
-without labels and Gate R changes nothing; see `CautiousGate`).
+standard  the gates decide with the calibration items only (Recon: the Recon-72 reports of
+          the calibration environments; SummEdits / RAGTruth: the calibration split), and
+          gated rubrics are scored on the evaluation items only (Recon: the Recon-108 reports
+          of the evaluation environments, rows environments="evaluation"; else the
+          evaluation split). Start and ungated rubrics use no evidence and are also scored on
+          every judged Recon environment (environments="all").
+loo       (Recon only, carry Table 2, leave-one-report-out) every judged Recon-108 report r is
+          scored by the rubric its scope's chain reaches when the gate decides with the
+          Recon-72 reports of every judged environment except r itself (r not in Recon-72:
+          all of them). Environment-specific (hand) rubrics so keep evidence from their own
+          environment's other reports. Replayed for the gates in `LOO_GATES`.
+
+A gate without evidence for a change refuses it; every rate row counts those decisions
+(n_no_evidence, summed over the replays behind the state) and decisions.csv marks each.
 """
 
 from __future__ import annotations
@@ -25,12 +31,15 @@ import pandas as pd
 
 from rubriclab.carry.experiment import (
     EvidenceSource, State, Verdicts, attribution_rows, checked_rubric_round_trip, decision_rows,
-    failing_positions,
-    rate_rows, rendering_state_codes, replay_chain, rubric_after, rubric_for, set_codes,
+    decisions_without_evidence, failing_positions, rate_rows, rendering_state_codes,
+    replay_chain, require_disjoint, rubric_after, rubric_for, set_codes,
 )
 from rubriclab.carry.revision import Rubric
+from rubriclab.carry.sources import ALL_SCOPE
 
-START_LABELS = dict(mode="", seed=0, round=0, gate="none", variant="standard")
+START_LABELS = dict(reviser="", mode="", seed=0, round=0, gate="none", variant="standard",
+                    n_no_evidence=0)
+LOO_GATES = ("S+P",)
 
 
 @dataclass(frozen=True)
@@ -40,7 +49,8 @@ class Chain:
 
     @property
     def labels(self) -> dict:
-        return dict(source=self.source, mode=self.record["mode"], seed=int(self.record["seed"]))
+        return dict(reviser=self.record["reviser"], source=self.source, mode=self.record["mode"],
+                    seed=int(self.record["seed"]))
 
 
 def read_chains(paths) -> list[Chain]:
@@ -57,14 +67,25 @@ class Setting:
     renderings: Sequence[str]
     B: int
     seed: int
+    loo_gates: Sequence[str] = LOO_GATES  # gates replayed leave-one-out (Recon)
+
+
+def gate_items(items: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """The calibration items the standard gates decide with (see the module docstring)."""
+    calibration = items[items["split"] == "calibration"]
+    return calibration[calibration["in_recon72"]] if dataset == "recon" else calibration
 
 
 def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
             start_sets: Mapping[str, Mapping[str, Rubric]],
             chains: Sequence[Chain]) -> dict[str, pd.DataFrame]:
     recon = setting.dataset == "recon"
-    gate_items = items[items["in_recon72"]] if recon else items[items["split"] == "calibration"]
+    gate_pool = gate_items(items, setting.dataset)
     scored = items if recon else items[items["split"] == "evaluation"]
+    evaluation = (scored["split"] == "evaluation").to_numpy()
+    scored_evaluation = scored[evaluation]
+    require_disjoint(gate_pool["item_id"], scored_evaluation["item_id"],
+                     f"{setting.dataset} standard gate evidence and gated scores")
     rows: list[dict] = []
     decisions: list[dict] = []
     common = dict(dataset=setting.dataset, judge=setting.judge)
@@ -80,11 +101,11 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
         rows += rate_rows(recon72, states, metrics, setting.B, setting.seed, **common,
                           item_set="recon72", environments="all")
 
-    chain_states = []
+    everywhere, gated = [], []  # states over all scored items; over the evaluation items
     for source, rubric_set in start_sets.items():
-        chain_states.append(State(dict(source=source, rendering="per_check", **START_LABELS),
-                                  set_codes(scored, verdicts, lambda scope, s=rubric_set: s)))
-    standard = EvidenceSource(verdicts, gate_items)
+        everywhere.append(State(dict(source=source, rendering="per_check", **START_LABELS),
+                                set_codes(scored, verdicts, lambda scope, s=rubric_set: s)))
+    standard = EvidenceSource(verdicts, gate_pool)
     for chain in chains:
         for gate in setting.gates:
             replayed = replay_chain(chain.record, gate, standard)
@@ -92,25 +113,21 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
                 checked_rubric_round_trip(chain.record, replayed)
             decisions += decision_rows(replayed, **common, **chain.labels, gate=gate,
                                        variant="standard")
-            chain_states += _round_states(chain, gate, "standard", scored, verdicts,
-                                          lambda scope, r=replayed: r)
-            if recon:
-                by_environment = {
-                    environment: replay_chain(chain.record, gate, EvidenceSource(
-                        verdicts, gate_items[gate_items["scope"] != environment]))
-                    for environment in sorted(set(scored["scope"]))
-                }
-                chain_states += _round_states(chain, gate, "loo", scored, verdicts,
-                                              lambda scope, r=by_environment: r[scope])
+            target, on = (everywhere, scored) if gate == "none" or not recon \
+                else (gated, scored_evaluation)
+            target += _round_states(chain, gate, "standard", on, verdicts,
+                                    lambda scope, r=replayed: r,
+                                    lambda n, r=replayed: decisions_without_evidence(r, n))
+            if recon and gate in setting.loo_gates:
+                everywhere += _loo_states(chain, gate, scored, verdicts,
+                                          EvidenceSource(verdicts, items[items["in_recon72"]]))
     item_set = "recon108" if recon else "evaluation"
-    rows += rate_rows(scored, chain_states, metrics, setting.B, setting.seed, **common,
+    rows += rate_rows(scored, everywhere, metrics, setting.B, setting.seed, **common,
                       item_set=item_set, environments="all")
-    if recon:
-        evaluation = scored["split"] == "evaluation"
-        if evaluation.any():
-            subset = [State(s.labels, s.codes[evaluation.to_numpy()]) for s in chain_states]
-            rows += rate_rows(scored[evaluation], subset, metrics, setting.B, setting.seed,
-                              **common, item_set=item_set, environments="evaluation")
+    if recon and evaluation.any():
+        subset = [State(s.labels, s.codes[evaluation]) for s in everywhere] + gated
+        rows += rate_rows(scored_evaluation, subset, metrics, setting.B, setting.seed,
+                          **common, item_set=item_set, environments="evaluation")
 
     attribution, deletions = _attribution(setting, scored, verdicts, chains)
     return {
@@ -121,6 +138,37 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
     }
 
 
+def _loo_states(chain: Chain, gate: str, scored: pd.DataFrame, verdicts: Verdicts,
+                pool: EvidenceSource) -> list[State]:
+    """Leave-one-report-out states after rounds 1..R: each scored report graded by the rubric
+    of a replay whose evidence leaves that report out (module docstring)."""
+    rounds = int(chain.record["rounds"])
+    pool_ids = pool.item_ids
+    replays: dict[tuple[str, str], dict] = {}  # (scope of the rubric, left-out item) -> result
+    rubric_scopes = list(chain.record["scopes"])
+    codes = np.zeros((rounds, len(scored)), dtype=np.int8)
+    no_evidence = np.zeros(rounds, dtype=int)
+    for k, item in enumerate(scored.itertuples(index=False)):
+        scope = item.scope if item.scope in rubric_scopes else ALL_SCOPE
+        if scope not in rubric_scopes:
+            raise ValueError(f"chain {chain.labels}: no rubric applies to scope {item.scope!r}")
+        left_out = item.item_id if item.item_id in pool_ids else ""
+        key = (scope, left_out)
+        if key not in replays:
+            source = pool.without([left_out]) if left_out else pool
+            require_disjoint(source.item_ids, [item.item_id],
+                             f"leave-one-out evidence of {item.item_id!r}")
+            replays[key] = replay_chain(chain.record, gate, source, scopes=[scope])
+            no_evidence += [decisions_without_evidence(replays[key], n)
+                            for n in range(1, rounds + 1)]
+        result = replays[key][scope]
+        for n in range(1, rounds + 1):
+            codes[n - 1, k] = verdicts.rubric_code(item.item_id, result.rubric_after(n))
+    return [State(dict(**chain.labels, rendering="per_check", round=n, gate=gate,
+                       variant="loo", n_no_evidence=int(no_evidence[n - 1])), codes[n - 1])
+            for n in range(1, rounds + 1)]
+
+
 def _rendering_codes(items: pd.DataFrame, verdicts: Verdicts, source: str, rendering: str,
                      rubric_set: Mapping[str, Rubric]) -> np.ndarray:
     if rendering == "per_check":
@@ -129,14 +177,16 @@ def _rendering_codes(items: pd.DataFrame, verdicts: Verdicts, source: str, rende
 
 
 def _round_states(chain: Chain, gate: str, variant: str, items: pd.DataFrame,
-                  verdicts: Verdicts, results_for) -> list[State]:
-    """States after rounds 1..R; results_for(item scope) -> scope -> ChainResult."""
+                  verdicts: Verdicts, results_for, no_evidence) -> list[State]:
+    """States after rounds 1..R; results_for(item scope) -> scope -> ChainResult;
+    no_evidence(round) -> decisions made without evidence up to that round."""
     states = []
     for round_number in range(1, int(chain.record["rounds"]) + 1):
         def rubric_set(scope: str, n=round_number) -> dict[str, Rubric]:
             return {s: result.rubric_after(n) for s, result in results_for(scope).items()}
         states.append(State(dict(**chain.labels, rendering="per_check", round=round_number,
-                                 gate=gate, variant=variant),
+                                 gate=gate, variant=variant,
+                                 n_no_evidence=no_evidence(round_number)),
                             set_codes(items, verdicts, rubric_set)))
     return states
 
@@ -166,8 +216,8 @@ def _attribution(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
                                           had_blame=bool(row.blame > 0)))
     attribution = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return attribution, pd.DataFrame(deletions, columns=[
-        "dataset", "judge", "source", "mode", "seed", "round", "scope", "check_id", "origin",
-        "had_unique_catch", "had_blame"])
+        "dataset", "judge", "reviser", "source", "mode", "seed", "round", "scope", "check_id",
+        "origin", "had_unique_catch", "had_blame"])
 
 
 
@@ -189,50 +239,88 @@ def pick_chain(chains: Sequence[Chain], preferred: Sequence[tuple[str, str]]) ->
 
 
 def failing_rows(dataset: str, items: pd.DataFrame, verdicts: Verdicts,
-                 versions: Mapping[str, Mapping[str, Rubric]], names: Mapping[str, str]) -> list:
-    """One row per (item, rubric version): the 1-based positions of its checks answered No."""
+                 versions: Mapping[str, Mapping[str, Rubric]], names: Mapping[str, str],
+                 label_words: Mapping[str, str] | None = None) -> list:
+    """One row per (item, rubric version): the 1-based positions of its checks answered No.
+    `label_words` renames the labels (carry Table 4: pass / fail)."""
     rows = []
+    words = label_words or {}
     for item in items.itertuples(index=False):
         for version, rubric_set in versions.items():
             rubric = rubric_for(rubric_set, item.scope)
             rows.append(dict(dataset=dataset, item_id=item.item_id, item_name=names[item.item_id],
-                             label=item.label, rubric_version=version,
+                             label=words.get(item.label, item.label), rubric_version=version,
                              failing_positions=failing_positions(verdicts, item.item_id, rubric)))
     return rows
+
+
+# carry Table 4's rows: report variant -> the name the table prints, in the table's order.
+TABLE4_REPORTS = {"correct-1": "correct 1", "correct-2": "correct 2",
+                  "correct-part-b": "correct (Part B)", "missed_finding-1": "missed finding",
+                  "fabricated_finding-1": "fabricated", "wrong_resource-1": "wrong resource"}
 
 
 def recon_failing_rows(items: pd.DataFrame, verdicts: Verdicts,
                        starts: Mapping[str, Mapping[str, Rubric]], chains: Sequence[Chain],
                        environment: str, after: str) -> list[dict]:
-    """Table 4: the Recon-72 reports of `environment` under the hand-written and label-taught
-    rubrics and the hand rubric after the last round of its first chain (free mode first)."""
-    reports = items[items["in_recon72"] & (items["scope"] == environment)]
-    if reports.empty:
+    """Table 4: the reports of `environment` that carry Table 4 lists (two correct reports,
+    the Part B one and one of each planned flaw; labels pass / fail) under the hand-written
+    and label-taught rubrics and the hand rubric after the last round of its first chain
+    (free mode first)."""
+    here = items[items["scope"] == environment]
+    if here.empty:
         raise ValueError(f"config key 'carry.recon.table4_environment': {environment!r} is not "
                          "among the judged Recon environments (carry.recon.environments)")
+    variant = here["item_id"].map(lambda i: str(i).rsplit(":", 1)[-1])
+    missing = [v for v in TABLE4_REPORTS if v not in set(variant)]
+    if missing:
+        raise ValueError(f"Table 4: the {environment!r} environment has no report(s) {missing}")
+    order = {v: k for k, v in enumerate(TABLE4_REPORTS)}
+    reports = here[variant.isin(order)].assign(_order=variant.map(order)) \
+        .sort_values("_order", kind="stable").drop(columns="_order")
     versions = {"Hand-written": starts["hand"], "Label-taught": starts["label"],
                 after: final_rubric_set(pick_chain(chains, [("hand", "free"),
                                                             ("hand", "fixed_count"),
                                                             ("hand", "delete_only")]))}
-    return failing_rows("recon", reports, verdicts, versions,
-                        {i: recon_item_name(i) for i in reports["item_id"]})
+    names = {i: TABLE4_REPORTS[str(i).rsplit(":", 1)[-1]] for i in reports["item_id"]}
+    return failing_rows("recon", reports, verdicts, versions, names,
+                        {"correct": "pass", "flawed": "fail"})
+
+
+def table5_example(items: pd.DataFrame) -> pd.DataFrame:
+    """carry Table 5's "four responses of the example": the evaluation responses of one task
+    (RAGTruth source), two faithful and two hallucinated, from the first task (in item id
+    order) that has two of each; where none has, the task with the most of its rarer label,
+    with what it has (at most two of each)."""
+    evaluation = items[items["split"] == "evaluation"].sort_values("item_id", kind="stable")
+    if evaluation.empty:
+        raise ValueError("Table 5: no RAGTruth evaluation item")
+    best, best_key = None, None
+    for _, group in evaluation.groupby("task", sort=False):
+        counts = group["label"].value_counts()
+        key = (min(counts.get("correct", 0), counts.get("flawed", 0), 2),
+               min(len(group), 4))
+        if best_key is None or key > best_key:
+            best, best_key = group, key
+        if key == (2, 4):
+            break
+    return pd.concat([best[best["label"] == label].head(2) for label in ("correct", "flawed")])
 
 
 def ragtruth_failing_rows(items: pd.DataFrame, verdicts: Verdicts,
                           starts: Mapping[str, Mapping[str, Rubric]], chains: Sequence[Chain],
                           after: str) -> list[dict]:
-    """Table 5: the first two correct and two flawed evaluation items under the generated
-    draft, the label-taught rubric and the label-taught rubric after its first chain."""
-    evaluation = items[items["split"] == "evaluation"]
-    examples = pd.concat([evaluation[evaluation["label"] == label].head(2)
-                          for label in ("correct", "flawed")])
+    """Table 5: the responses of one example (`table5_example`) under the generated draft,
+    the label-taught rubric and the label-taught rubric after its first chain."""
+    examples = table5_example(items)
     versions = {"Generated": starts["generated"], "Label-taught": starts["label"],
                 after: final_rubric_set(pick_chain(chains, [("label", "free"),
                                                             ("label", "fixed_count"),
                                                             ("label", "delete_only"),
                                                             ("generated", "free")]))}
     return failing_rows("ragtruth", examples, verdicts, versions,
-                        {i: short_item_name(i) for i in examples["item_id"]})
+                        {i: short_item_name(i) for i in examples["item_id"]},
+                        {"correct": "faithful", "flawed": "hallucinated"})
 
 
 def final_rubric_set(chain: Chain) -> dict[str, Rubric]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rubriclab.carry.aggregate import FAIL, PASS, UNDETERMINED, all_must_pass
 from rubriclab.carry.attribution import shapley_attribution
 from rubriclab.carry.checklists import Check
 from rubriclab.carry.gates import Decision, GateEvidence, get_gate
@@ -40,15 +41,15 @@ from rubriclab.carry.sources import ALL_SCOPE, rubric_from_dict, rubric_to_dict
 from rubriclab.llm import Request
 from rubriclab.stats.bootstrap import ratio_bootstrap
 
-PASS, UNDETERMINED, FAIL = 0, 1, 2
 METRICS = ("correct_passed", "flawed_caught", "unplanned_caught")
 ITEM_COLUMNS = ["item_id", "task", "output", "label", "scope", "split", "unplanned",
                 "in_recon72"]
-VERDICT_COLUMNS = ["item_id", "kind", "scope", "source", "rendering", "check_text", "vote",
+JUDGED_VERDICT_COLUMNS = ["item_id", "kind", "scope", "source", "rendering", "check_text", "vote",
                    "answer"]
 RATE_COLUMNS = [
-    "dataset", "judge", "item_set", "environments", "source", "rendering", "mode", "seed",
-    "round", "gate", "variant", "metric", "value", "low", "high", "n", "n_undetermined",
+    "dataset", "judge", "item_set", "environments", "reviser", "source", "rendering", "mode",
+    "seed", "round", "gate", "variant", "n_no_evidence", "metric", "value", "low", "high", "n",
+    "n_undetermined",
 ]
 
 
@@ -131,7 +132,7 @@ def revision_to_record(revision: Revision | RevisionRejected) -> dict:
 
 
 def revision_from_record(record: Mapping, round_number: int, reviser: str,
-                         mode: str) -> Revision | RevisionRejected:
+                         mode: str, start: str = "") -> Revision | RevisionRejected:
     if record["status"] != "proposed":
         return RevisionRejected(record["reason"], kind=record["status"])
     ops: list[Operation] = []
@@ -147,12 +148,13 @@ def revision_from_record(record: Mapping, round_number: int, reviser: str,
             ops.append(Add(op["text"]))
         else:
             raise ValueError(f"round {round_number}: unknown action {action!r} in a chain record")
-    return Revision(ops=tuple(ops), round=round_number, reviser=reviser, mode=mode)
+    return Revision(ops=tuple(ops), round=round_number, reviser=reviser, mode=mode,
+                    start=start)
 
 
 def run_reviser_chain(start: Mapping[str, Rubric], rounds: int, mode: str, seed: int,
                       reviser: str, temperature: float, max_tokens: int, description: str,
-                      ask: Callable[[Request], object]) -> dict:
+                      ask: Callable[[Request], object], source: str = "") -> dict:
     """Every scope's rubric revised for `rounds` rounds, ungated; the record of the chain.
 
     `ask(request)` returns a Completion (the model layer's); its raw text is parsed against
@@ -171,7 +173,8 @@ def run_reviser_chain(start: Mapping[str, Rubric], rounds: int, mode: str, seed:
                 return RevisionRejected(f"reviser answer {completion.outcome}: "
                                         f"{completion.error or completion.text[:120]!r}",
                                         kind="unparseable")
-            return revision_from_answer(completion.text, current, mode, round_number, reviser)
+            return revision_from_answer(completion.text, current, mode, round_number, reviser,
+                                        source)
 
         result = run_chain(rubric, rounds, propose)
         scopes[scope] = {
@@ -179,7 +182,8 @@ def run_reviser_chain(start: Mapping[str, Rubric], rounds: int, mode: str, seed:
             "rounds": [dict(round=r.round, **revision_to_record(r.proposal),
                             rubric=rubric_to_dict(r.rubric)) for r in result.rounds],
         }
-    return {"mode": mode, "seed": seed, "reviser": reviser, "rounds": rounds, "scopes": scopes}
+    return {"source": source, "mode": mode, "seed": seed, "reviser": reviser, "rounds": rounds,
+            "scopes": scopes}
 
 
 def chain_counts(record: Mapping) -> dict[str, int]:
@@ -275,7 +279,7 @@ def verdict_rows(rows: list[dict], completions: Sequence) -> pd.DataFrame:
         else:
             answer = rendering_outcome(row["rendering"], completion.parsed)
         out.append({**row, "answer": answer})
-    return pd.DataFrame(out, columns=VERDICT_COLUMNS)
+    return pd.DataFrame(out, columns=JUDGED_VERDICT_COLUMNS)
 
 
 # --- verdicts -> codes ----------------------------------------------------------------------
@@ -323,7 +327,8 @@ class Verdicts:
                              "judging job did not ask it (stale verdicts file?)") from None
 
     def rubric_code(self, item_id: str, rubric: Rubric) -> int:
-        return max(self.code(item_id, check.text) for check in rubric.checks)
+        """The rubric's all-must-pass outcome on the item (`aggregate.all_must_pass`)."""
+        return int(all_must_pass([self.code(item_id, check.text) for check in rubric.checks]))
 
     def matrix(self, item_ids: Sequence[str], texts: Sequence[str]) -> np.ndarray:
         return np.array([[self.code(i, t) for t in texts] for i in item_ids],
@@ -351,7 +356,7 @@ def adapt_revision(recorded: Revision, rubric: Rubric) -> Revision:
             mentioned.add(op.check_id)
     ops += [Keep(check_id) for check_id in rubric.ids if check_id not in mentioned]
     return Revision(ops=tuple(ops), round=recorded.round, reviser=recorded.reviser,
-                    mode=recorded.mode)
+                    mode=recorded.mode, start=recorded.start)
 
 
 @dataclass
@@ -360,6 +365,15 @@ class EvidenceSource:
 
     verdicts: Verdicts
     items: pd.DataFrame  # gate items: item_id, label, scope
+
+    @property
+    def item_ids(self) -> frozenset[str]:
+        return frozenset(self.items["item_id"])
+
+    def without(self, item_ids: Iterable[str]) -> EvidenceSource:
+        """The same source with these items left out."""
+        left_out = set(item_ids)
+        return EvidenceSource(self.verdicts, self.items[~self.items["item_id"].isin(left_out)])
 
     def for_scope(self, scope: str) -> Callable[[Rubric, Revision], GateEvidence]:
         in_scope = _in_scope(self.items, scope)
@@ -381,37 +395,19 @@ class EvidenceSource:
         return evidence
 
 
-@dataclass(frozen=True)
-class CautiousGate:
-    """A gate that cannot decide without evidence of both labels refuses every change.
-
-    Gate R compares balanced accuracy, which needs calibration items of both labels; with
-    fewer (a leave-one-environment-out replay of an environment-specific rubric), keeps are
-    accepted and every other operation is refused, so the rubric stays as it was.
-    """
-
-    inner: object
-    name: str
-
-    def decide(self, rubric: Rubric, revision: Revision,
-               evidence: GateEvidence | None) -> list[Decision]:
-        if self.name == "R" and evidence is not None:
-            flawed = evidence.flawed
-            if flawed.all() or not flawed.any():
-                return [Decision(i, isinstance(op, Keep),
-                                 "Gate R: no calibration items of both labels")
-                        for i, op in enumerate(revision.ops)]
-        return self.inner.decide(rubric, revision, evidence)
-
-
-def replay_chain(record: Mapping, gate_name: str,
-                 evidence_source: EvidenceSource | None) -> dict[str, ChainResult]:
-    """Every scope of a recorded chain replayed with `gate_name` deciding each operation."""
-    gate = CautiousGate(get_gate(gate_name), gate_name)
+def replay_chain(record: Mapping, gate_name: str, evidence_source: EvidenceSource | None,
+                 scopes: Iterable[str] | None = None) -> dict[str, ChainResult]:
+    """Every scope of a recorded chain (or only `scopes`) replayed with `gate_name` deciding
+    each change. A gate with no evidence for a change refuses it (`rubriclab.carry.gates`)."""
+    gate = get_gate(gate_name)
+    wanted = None if scopes is None else set(scopes)
     results = {}
     for scope, chain in record["scopes"].items():
+        if wanted is not None and scope not in wanted:
+            continue
         start = rubric_from_dict(chain["start"])
-        recorded = [revision_from_record(r, r["round"], record["reviser"], record["mode"])
+        recorded = [revision_from_record(r, r["round"], record["reviser"], record["mode"],
+                                         record.get("source", ""))
                     for r in chain["rounds"]]
 
         def propose(rubric: Rubric, round_number: int, recorded=recorded):
@@ -433,7 +429,7 @@ def decision_rows(results: Mapping[str, ChainResult], **labels: object) -> list[
         for chain_round in result.rounds:
             if chain_round.rejected:
                 rows.append(dict(labels, scope=scope, round=chain_round.round, op_index=-1,
-                                 action="", check_id="", accepted=False,
+                                 action="", check_id="", accepted=False, evidence=True,
                                  reason=f"proposal {chain_round.proposal.kind}: "
                                         f"{chain_round.proposal.reason}"))
                 continue
@@ -442,12 +438,29 @@ def decision_rows(results: Mapping[str, ChainResult], **labels: object) -> list[
                 rows.append(dict(labels, scope=scope, round=chain_round.round,
                                  op_index=decision.op_index, action=type(op).__name__.lower(),
                                  check_id=getattr(op, "check_id", ""),
-                                 accepted=decision.accepted, reason=decision.reason))
+                                 text=getattr(op, "new_text", ""),
+                                 accepted=decision.accepted, evidence=decision.evidence,
+                                 reason=decision.reason))
     return rows
 
 
 def _ungated(chain_round) -> list[Decision]:
     return [Decision(i, True, "ungated") for i in range(len(chain_round.proposal.ops))]
+
+
+def decisions_without_evidence(results: Mapping[str, ChainResult], up_to_round: int) -> int:
+    """How many changes of rounds 1..up_to_round the gate refused for want of evidence."""
+    return sum(not d.evidence for result in results.values() for r in result.rounds
+               if r.round <= up_to_round for d in r.decisions)
+
+
+def require_disjoint(gate_item_ids: Iterable[str], scored_item_ids: Iterable[str],
+                     what: str) -> None:
+    """Gate evidence and scores never share an item: raise naming the shared ones."""
+    shared = sorted(set(gate_item_ids) & set(scored_item_ids))
+    if shared:
+        raise ValueError(f"{what}: {len(shared)} item(s) are both gate evidence and scored, "
+                         f"e.g. {shared[:3]}")
 
 
 # --- rates ----------------------------------------------------------------------------------

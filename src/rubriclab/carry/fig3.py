@@ -24,6 +24,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from rubriclab.carry.aggregate import balanced_accuracy  # noqa: E402
+
 FIG3_COLUMNS = [
     "rubric", "flawed_share", "accuracy", "correct_passed", "flawed_caught",
     "balanced_accuracy",
@@ -36,13 +38,6 @@ Rates = tuple[float, float]  # (correct_passed, flawed_caught)
 def accuracy_at_share(correct_passed: float, flawed_caught: float, share: float) -> float:
     """Accuracy on a set whose flawed share is `share`."""
     return (1 - share) * correct_passed + share * flawed_caught
-
-
-def balanced_accuracy(correct_passed: float, flawed_caught: float) -> float:
-    """Mean of the two rates: the accuracy at a flawed share of one half."""
-    _check_fraction(correct_passed, "correct_passed")
-    _check_fraction(flawed_caught, "flawed_caught")
-    return (correct_passed + flawed_caught) / 2
 
 
 def crossover_share(a: Rates, b: Rates) -> float | None:

@@ -29,19 +29,20 @@ from rubriclab.plotting import save_figure as _save
 from rubriclab.tidy import ensure_unique, require_columns, select
 
 RATES_COLUMNS = [
-    "dataset", "judge", "item_set", "environments", "source", "rendering", "mode", "seed",
+    "dataset", "judge", "item_set", "environments", "reviser", "source", "rendering", "mode",
+    "seed",
     "round", "gate", "variant", "metric", "value", "low", "high", "n", "n_undetermined",
 ]
 ATTRIBUTION_COLUMNS = [
-    "dataset", "judge", "source", "mode", "seed", "round", "scope", "check_id", "origin",
+    "dataset", "judge", "reviser", "source", "mode", "seed", "round", "scope", "check_id", "origin",
     "credit", "blame", "unique_catches", "deleted_next_round",
 ]
 DELETIONS_COLUMNS = [
-    "dataset", "judge", "source", "mode", "seed", "round", "scope", "check_id", "origin",
+    "dataset", "judge", "reviser", "source", "mode", "seed", "round", "scope", "check_id", "origin",
     "had_unique_catch", "had_blame",
 ]
-CHAIN_KEYS = ["source", "mode", "seed"]
-STATE_KEYS = ["source", "mode", "seed", "round", "scope", "check_id"]
+CHAIN_KEYS = ["reviser", "source", "mode", "seed"]
+STATE_KEYS = ["reviser", "source", "mode", "seed", "round", "scope", "check_id"]
 METRICS = ["correct_passed", "flawed_caught", "unplanned_caught"]
 GATES = ["none", "R", "P", "S", "S+P"]
 
@@ -70,10 +71,10 @@ METRIC_LINESTYLES = {"correct_passed": "-", "flawed_caught": "--", "unplanned_ca
 
 FIG1_COLUMNS = ["panel", "judge", "source", "rendering", "metric", "value", "low", "high",
                 "n", "n_undetermined"]
-FIG4_COLUMNS = ["source", "mode", "round", "metric", "value", "min", "max", "seeds"]
+FIG4_COLUMNS = ["reviser", "source", "mode", "round", "metric", "value", "min", "max", "seeds"]
 FIG5_COLUMNS = ["origin", "checks", "mean_credit", "mean_blame", "deleted",
                 "deleted_with_unique_catch", "deleted_with_blame"]
-FIG6_COLUMNS = ["source", "gate", "metric", "value", "min", "max", "chains", "final_round",
+FIG6_COLUMNS = ["reviser", "source", "gate", "metric", "value", "min", "max", "chains", "final_round",
                 "start"]
 
 
@@ -86,6 +87,7 @@ def normalized_rates(rates: pd.DataFrame) -> pd.DataFrame:
     require_columns(rates, RATES_COLUMNS, "rates")
     frame = rates.copy()
     frame["mode"] = frame["mode"].fillna("").astype(str)
+    frame["reviser"] = frame["reviser"].fillna("").astype(str)
     for column in ("seed", "round"):
         frame[column] = frame[column].astype(int)
     for column in ("value", "low", "high"):
@@ -100,9 +102,9 @@ def normalized_rates(rates: pd.DataFrame) -> pd.DataFrame:
 def chains_with_start(rows: pd.DataFrame, what: str) -> pd.DataFrame:
     """The revision-chain rows (mode not "") of a selection, each chain with round-0 rows.
 
-    A chain (judge, source, mode, seed) keeps its own round-0 rows; one without them
-    borrows the start rubric's (mode "", round 0, gate none, same judge, source and
-    rendering), relabelled with the chain's mode and seed.
+    A chain (judge, reviser, source, mode, seed) keeps its own round-0 rows; one without
+    them borrows the start rubric's (mode "", round 0, gate none, same judge, source and
+    rendering), relabelled with the chain's reviser, mode and seed.
     """
     chains = rows[rows["mode"] != ""]
     if chains.empty:
@@ -110,15 +112,17 @@ def chains_with_start(rows: pd.DataFrame, what: str) -> pd.DataFrame:
                          f"delete_only) in the selection")
     starts = rows[(rows["mode"] == "") & (rows["round"] == 0) & (rows["gate"] == "none")]
     borrowed = []
-    for (judge, source, mode, seed), chain in chains.groupby(["judge", *CHAIN_KEYS], sort=False):
+    for (judge, reviser, source, mode, seed), chain in chains.groupby(["judge", *CHAIN_KEYS],
+                                                                      sort=False):
         if (chain["round"] == 0).any():
             continue
         start = starts[(starts["judge"] == judge) & (starts["source"] == source)
                        & starts["rendering"].isin(chain["rendering"].unique())]
         if start.empty:
-            raise ValueError(f"{what}: chain {source}/{mode}/seed {seed} under {judge} has no "
-                             f"round-0 rows and there is no start rubric (mode '') to borrow")
-        borrowed.append(start.assign(mode=mode, seed=seed))
+            raise ValueError(f"{what}: chain {reviser}/{source}/{mode}/seed {seed} under {judge} "
+                             f"has no round-0 rows and there is no start rubric (mode '') to "
+                             f"borrow")
+        borrowed.append(start.assign(reviser=reviser, mode=mode, seed=seed))
     return pd.concat([chains, *borrowed], ignore_index=True)
 
 
@@ -130,7 +134,7 @@ def ordered(values: Iterable[str], preferred: Sequence[str]) -> list[str]:
 
 
 def sort_chains(frame: pd.DataFrame, extra: Sequence[str] = ()) -> pd.DataFrame:
-    """Rows in source, mode, seed order (then `extra` columns)."""
+    """Rows in reviser, source, mode, seed order (then `extra` columns)."""
     source_rank = {v: i for i, v in enumerate(ordered(frame["source"], SOURCE_ORDER))}
     mode_rank = {v: i for i, v in enumerate(ordered(frame["mode"], MODE_ORDER))}
     ranks = {"source": source_rank, "mode": mode_rank}
@@ -264,8 +268,8 @@ def _fig1_bars(ax, rows: pd.DataFrame) -> None:
 def fig4_table(rates: pd.DataFrame, judge_main: str,
                sources: Sequence[str] = ("hand", "label")) -> pd.DataFrame:
     """Ungated self-review on Recon-108 (all environments, variant standard) under
-    judge_main: per source, mode, round and metric the mean over seeds, its min..max and
-    the number of seeds."""
+    judge_main: per reviser, source, mode, round and metric the mean over seeds, its min..max
+    and the number of seeds."""
     frame = normalized_rates(rates)
     rows = select(frame, "Figure 4", dataset="recon", item_set="recon108", environments="all",
                   gate="none", variant="standard", judge=judge_main)
@@ -274,7 +278,8 @@ def fig4_table(rates: pd.DataFrame, judge_main: str,
         what = f"Figure 4 panel from source {source!r}"
         chains = chains_with_start(select(rows, what, source=source), what)
         ensure_unique(chains, [*CHAIN_KEYS, "round", "metric"], what)
-        summary = (chains.groupby(["source", "mode", "round", "metric"], sort=False)["value"]
+        summary = (chains.groupby(["reviser", "source", "mode", "round", "metric"],
+                                  sort=False)["value"]
                    .agg(value="mean", min="min", max="max", seeds="count").reset_index())
         panels.append(summary)
     table = sort_chains(pd.concat(panels, ignore_index=True).assign(seed=0), ["round", "metric"])
@@ -286,7 +291,8 @@ def fig4_self_review_drift(rates: pd.DataFrame, judge_main: str, out_png: Path,
                            ) -> pd.DataFrame:
     """Figure 4: self-review rounds on Recon-108, one panel per start source; colour = mode,
     line style = metric (correct passed solid, flawed caught dashed, unplanned caught
-    dotted); mean over seeds, min..max shaded when there is more than one seed."""
+    dotted), marker = reviser; mean over seeds, min..max shaded when there is more than one
+    seed."""
     table = fig4_table(rates, judge_main, sources)
     fig, axes = plt.subplots(1, len(sources), figsize=(5.6 * len(sources), 4.6),
                              squeeze=False, sharey=True)
@@ -294,26 +300,38 @@ def fig4_self_review_drift(rates: pd.DataFrame, judge_main: str, out_png: Path,
         for index, (ax, source) in enumerate(zip(axes[0], sources)):
             _fig4_panel(ax, table[table["source"] == source], index, source)
         handles = _fig4_legend(table)
-        fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8,
-                   frameon=False)
+        columns = 3
+        fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), columns),
+                   fontsize=8, frameon=False)
         seeds = int(table["seeds"].max())
         fig.suptitle(f"Self-review on Recon-108, {judge_label(judge_main)} judge "
                      f"(mean over {seeds} seed{'s' if seeds != 1 else ''} per mode)")
-        fig.tight_layout(rect=(0, 0.08, 1, 1))
+        legend_rows = -(-len(handles) // columns)
+        fig.tight_layout(rect=(0, 0.03 + 0.04 * legend_rows, 1, 1))
         _save(fig, out_png, out_pdf)
     finally:
         plt.close(fig)
     return table
 
 
+REVISER_MARKERS = ["o", "s", "^", "D", "v", "P"]
+
+
+def _reviser_marker(revisers: Sequence[str], reviser: str) -> str:
+    return REVISER_MARKERS[list(revisers).index(reviser) % len(REVISER_MARKERS)]
+
+
 def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str) -> None:
-    for mode in ordered(rows["mode"], MODE_ORDER):
+    revisers = list(dict.fromkeys(rows["reviser"]))
+    for reviser, mode in dict.fromkeys(zip(rows["reviser"], rows["mode"])):
         for metric in ordered(rows["metric"], METRICS):
-            series = rows[(rows["mode"] == mode) & (rows["metric"] == metric)].sort_values("round")
+            series = rows[(rows["reviser"] == reviser) & (rows["mode"] == mode)
+                          & (rows["metric"] == metric)].sort_values("round")
             if series.empty:
                 continue
             color = MODE_COLORS.get(mode, "black")
-            ax.plot(series["round"], series["value"], color=color, marker="o", markersize=3,
+            ax.plot(series["round"], series["value"], color=color,
+                    marker=_reviser_marker(revisers, reviser), markersize=3,
                     linestyle=METRIC_LINESTYLES.get(metric, "-."), clip_on=False)
             if series["seeds"].max() > 1:
                 ax.fill_between(series["round"], series["min"], series["max"], color=color,
@@ -333,6 +351,10 @@ def _fig4_legend(table: pd.DataFrame) -> list:
     handles += [Line2D([], [], color="black", linestyle=METRIC_LINESTYLES.get(m, "-."),
                        label=METRIC_TITLES.get(m, m))
                 for m in ordered(table["metric"], METRICS)]
+    revisers = list(dict.fromkeys(table["reviser"]))
+    handles += [Line2D([], [], color="black", linestyle="none",
+                       marker=_reviser_marker(revisers, r), label=f"review by {r}")
+                for r in revisers]
     return handles
 
 
@@ -358,8 +380,8 @@ def fig5_table(attribution: pd.DataFrame, deletions: pd.DataFrame,
     """Per check origin on Recon under judge_main: the number of check states, their mean
     credit and blame, and the deleted checks with a unique catch / with any blame.
 
-    Each distinct (source, mode, seed, round, scope, check_id) state counts once, in the
-    attribution and in the deletions (a repeated row is dropped, the first kept).
+    Each distinct (reviser, source, mode, seed, round, scope, check_id) state counts once, in
+    the attribution and in the deletions (a repeated row is dropped, the first kept).
     """
     require_columns(attribution, ATTRIBUTION_COLUMNS, "attribution")
     require_columns(deletions, DELETIONS_COLUMNS, "deletions")
@@ -397,11 +419,13 @@ def fig5_attribution_by_origin(attribution: pd.DataFrame, deletions: pd.DataFram
                                judge_main: str, out_png: Path, out_pdf: Path) -> pd.DataFrame:
     """Figure 5: (a) mean Shapley catch credit and false-fail blame per check, by origin;
     (b) deleted checks by origin, with how many held a unique catch or carried blame.
-    Dataset recon, judge judge_main; each distinct (source, mode, seed, round, scope,
-    check_id) state counts once."""
+    Dataset recon, judge judge_main; each distinct (reviser, source, mode, seed, round,
+    scope, check_id) state counts once."""
     table = fig5_table(attribution, deletions, judge_main)
     labels = [_origin_label(origin) for origin in table["origin"]]
-    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(12.5, 4.8))
+    long_labels = max((len(label) for label in labels), default=0) > 30
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(max(12.5, 1.1 * len(labels) + 4),
+                                                     7.2 if long_labels else 4.8))
     try:
         _grouped_bars(ax_a, labels, table, {"mean_credit": ("catch credit", "tab:green"),
                                             "mean_blame": ("false-fail blame", "tab:red")})
@@ -424,7 +448,13 @@ def fig5_attribution_by_origin(attribution: pd.DataFrame, deletions: pd.DataFram
 
 
 def _origin_label(origin: str) -> str:
-    return SOURCE_TITLES.get(origin, str(origin).replace(" by ", " by\n"))
+    """"Hand-written", or "review by <reviser> of <start>" wrapped to short lines."""
+    import textwrap
+    if origin in SOURCE_TITLES:
+        return SOURCE_TITLES[origin]
+    text = str(origin).replace(" by ", " by\n").replace(" of ", "\nof ")
+    return "\n".join(textwrap.fill(line, 32, break_on_hyphens=False, break_long_words=True)
+                     for line in text.split("\n"))
 
 
 def _grouped_bars(ax, labels: list[str], table: pd.DataFrame, columns: dict) -> None:
@@ -433,7 +463,11 @@ def _grouped_bars(ax, labels: list[str], table: pd.DataFrame, columns: dict) -> 
         positions = np.arange(len(labels)) + (index - (len(columns) - 1) / 2) * width
         ax.bar(positions, table[column].fillna(0), width, label=label, color=color)
     ax.set_xticks(np.arange(len(labels)))
-    ax.set_xticklabels(labels, fontsize=8)
+    if any(label.count("\n") > 1 for label in labels):  # reviser origins: slanted
+        ax.set_xticklabels(labels, fontsize=7, rotation=35, ha="right",
+                           rotation_mode="anchor")
+    else:
+        ax.set_xticklabels(labels, fontsize=8)
     ax.legend(fontsize=8, frameon=False)
     ax.grid(axis="y", alpha=0.3)
 
@@ -443,9 +477,9 @@ def _grouped_bars(ax, labels: list[str], table: pd.DataFrame, columns: dict) -> 
 def fig6_table(rates: pd.DataFrame, judge_main: str,
                sources: Sequence[str] = ("hand", "label")) -> pd.DataFrame:
     """Gated rubrics after each chain's final round on Recon-108's evaluation environments
-    (variant standard, judge_main): per source, gate and metric the mean over all chains
-    (every mode and seed), its min..max, the number of chains, the final round (the largest
-    if chains differ) and the mean start value (round 0, gate none)."""
+    (variant standard, judge_main): per reviser, source, gate and metric the mean over the
+    chains (every mode and seed), its min..max, the number of chains, the final round (the
+    largest if chains differ) and the mean start value (round 0, gate none)."""
     frame = normalized_rates(rates)
     rows = select(frame, "Figure 6", dataset="recon", item_set="recon108",
                   environments="evaluation", variant="standard", judge=judge_main,
@@ -455,8 +489,10 @@ def fig6_table(rates: pd.DataFrame, judge_main: str,
     gate_rank = {g: i for i, g in enumerate(GATES)}
     metric_rank = {m: i for i, m in enumerate(ordered(table["metric"], METRICS))}
     source_rank = {s: i for i, s in enumerate(sources)}
-    ranks = {"gate": gate_rank, "metric": metric_rank, "source": source_rank}
-    table = table.sort_values(["source", "gate", "metric"], kind="stable",
+    reviser_rank = {r: i for i, r in enumerate(dict.fromkeys(table["reviser"]))}
+    ranks = {"gate": gate_rank, "metric": metric_rank, "source": source_rank,
+             "reviser": reviser_rank}
+    table = table.sort_values(["reviser", "source", "gate", "metric"], kind="stable",
                               key=lambda c: c.map(ranks[c.name]))
     return table[FIG6_COLUMNS].reset_index(drop=True)
 
@@ -470,7 +506,7 @@ def _fig6_source(rows: pd.DataFrame, source: str) -> pd.DataFrame:
         raise ValueError(f"{what}: no revision round after round 0")
     last = chains[(chains["round"] == final) & (final > 0)]
     start = chains[(chains["round"] == 0) & (chains["gate"] == "none")]
-    summary = (last.groupby(["gate", "metric"])["value"]
+    summary = (last.groupby(["reviser", "gate", "metric"], sort=False)["value"]
                .agg(value="mean", min="min", max="max", chains="count").reset_index())
     summary["final_round"] = int(last["round"].max())
     summary["start"] = summary["metric"].map(start.groupby("metric")["value"].mean())
@@ -484,11 +520,17 @@ def fig6_gated_quality(rates: pd.DataFrame, judge_main: str, out_png: Path, out_
     the source's chains (whiskers: min..max over chains); dotted lines are the start
     values (round 0)."""
     table = fig6_table(rates, judge_main, sources)
-    fig, axes = plt.subplots(1, len(sources), figsize=(5.8 * len(sources), 4.6),
+    revisers = list(dict.fromkeys(table["reviser"]))
+    fig, axes = plt.subplots(len(revisers), len(sources),
+                             figsize=(5.8 * len(sources), 0.6 + 4.0 * len(revisers)),
                              squeeze=False, sharey=True)
     try:
-        for index, (ax, source) in enumerate(zip(axes[0], sources)):
-            _fig6_panel(ax, table[table["source"] == source], index, source)
+        for row, reviser in enumerate(revisers):
+            for column, source in enumerate(sources):
+                index = row * len(sources) + column
+                _fig6_panel(axes[row][column], table[(table["source"] == source)
+                                                     & (table["reviser"] == reviser)],
+                            index, source, reviser if len(revisers) > 1 else "")
         handles = [Patch(color=METRIC_COLORS.get(m, "black"), label=METRIC_TITLES.get(m, m))
                    for m in ordered(table["metric"], METRICS)]
         handles.append(Line2D([], [], color="black", linestyle=":", label="start (round 0)"))
@@ -505,7 +547,13 @@ def fig6_gated_quality(rates: pd.DataFrame, judge_main: str, out_png: Path, out_
     return table
 
 
-def _fig6_panel(ax, rows: pd.DataFrame, index: int, source: str) -> None:
+def _fig6_panel(ax, rows: pd.DataFrame, index: int, source: str, reviser: str = "") -> None:
+    if rows.empty:  # this reviser has no chain from this source
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, f"no {SOURCE_TITLES.get(source, source).lower()} chain"
+                          f"{' of ' + reviser if reviser else ''}", ha="center", va="center",
+                transform=ax.transAxes, fontsize=9)
+        return
     gates = [g for g in GATES if g in set(rows["gate"])]
     metrics = ordered(rows["metric"], METRICS)
     width = 0.8 / len(metrics)
@@ -524,6 +572,7 @@ def _fig6_panel(ax, rows: pd.DataFrame, index: int, source: str) -> None:
     ax.set_xticklabels([GATE_TITLES[g] for g in gates])
     _percent_axis(ax, "y")
     ax.set_ylabel("percent of reports")
+    by = f",\nreview by {reviser}" if reviser else ""
     ax.set_title(_panel_title(index, f"From the {SOURCE_TITLES.get(source, source).lower()} "
-                                     f"rubric"))
+                                     f"rubric{by}"), fontsize=9 if by else None)
     ax.grid(axis="y", alpha=0.3)

@@ -1,47 +1,52 @@
-"""Change-control gates on rubric revisions (carry, Section 7), decided check by check.
+"""Change-control gates on rubric revisions (carry, Section 7), decided change by change.
 
-A gate decides every operation of a proposed revision (keep, edit, delete, add; see
-`rubriclab.carry.revision`): accept or refuse, with a reason. Each operation is decided
-ALONE against the current rubric (the rubric before this round), never against the other
-operations of the same revision, so decisions do not depend on the order the reviser gave.
+A gate decides the CHANGES of a proposed revision (edit, delete, add; see
+`rubriclab.carry.revision`): accept or refuse, with a reason. A keep is not a change: every
+gate accepts it, so no gate ever removes a check the reviser kept. Changes are decided one
+after another in the order the reviser gave them, each against the rubric as the changes
+already accepted in the same round leave it (`GateState`): two deletions that each look
+safe alone cannot both be accepted if together they lose a catch.
+
 Evidence (`GateEvidence`) is the judge's verdicts on the calibration items: for every check
 of the current rubric and for the text of every proposed edit and add, a boolean per item
 that is True where the check answers No ("fails" the item), plus the items' labels (True =
 flawed). Aggregation is all-must-pass: an item fails the rubric iff some check fails it.
 
+A gate that needs evidence and has none for a change refuses it (the rubric stays as it
+was) and marks the decision `evidence=False`, so every replay can count them. What each rule
+needs is said below; "no evidence" means no evidence object, or no calibration item of a
+label the rule reads.
+
 Gate none  accepts every operation.
 
-Gate R (calibration labels). An operation is accepted iff applying it alone does not lower
-    the rubric's balanced accuracy on the calibration items, BA = (share of correct items
-    that pass + share of flawed items that fail) / 2, compared exactly (ties accepted).
-    Keep changes nothing and is always accepted. Chosen over "neither rate may fall"
-    because it is one number that weighs the two failure directions equally whatever the
-    flawed share of the calibration set (carry Figure 3), and lets a revision trade a small
-    loss on one rate for a larger gain on the other. Needs items of both labels.
+Gate R (calibration labels). A change is accepted iff it does not lower the rubric's
+    balanced accuracy on the calibration items, BA = (share of correct items that pass +
+    share of flawed items that fail) / 2, compared exactly (ties accepted). Chosen over
+    "neither rate may fall" because it is one number that weighs the two failure
+    directions equally whatever the flawed share of the calibration set (carry Figure 3),
+    and lets a revision trade a small loss on one rate for a larger gain on the other.
+    Needs items of both labels.
 
 Gate P (provenance freeze). Refuses an edit or a delete of a check whose origin is exactly
-    "label" (derived from calibration labels); accepts every other operation (keeps, adds,
-    edits and deletes of checks of any other origin). Needs no evidence.
+    "label" (derived from calibration labels); accepts every other change. Needs no
+    evidence.
 
 Gate S (Shapley). With the closed-form Shapley attribution of `rubriclab.carry.attribution`
-    on the calibration items:
-      delete j  refused iff j holds a unique catch in the current rubric (a flawed item that
-                j alone fails);
-      keep j    refused iff j carries false-fail blame > 0 in the current rubric (it fails a
-                correct item); a refused keep REMOVES the check (the issue's "refuse keeping
-                a check with false-fail blame");
-      edit j    refused iff the new text carries blame > 0 in the current rubric with j's
-                column replaced by the new text's verdicts (a refused edit keeps the old
-                text, even if the old text carries blame);
-      add       refused iff the new check carries blame > 0 in the current rubric plus its
-                column.
+    on the calibration items, in the rubric as the accepted changes leave it:
+      delete j  refused iff j holds a unique catch (a flawed item that j alone fails);
+                needs flawed items;
+      edit j    refused iff the new text carries false-fail blame > 0 with j's column
+                replaced by the new text's verdicts (a refused edit keeps the old text);
+                needs correct items;
+      add       refused iff the new check carries blame > 0; needs correct items.
     Blame > 0 is the same as failing at least one correct calibration item. An edit that
     narrows a check and so loses its unique catch is not refused by S (S guards strictness;
-    P guards the label-derived coverage, carry Figure 6).
+    P guards the label-derived coverage, carry Figure 6). A kept check with blame stays:
+    the seed's rule speaks of deletions ("only deleting A would lose a catch and only
+    deleting D would let a correct output pass", Table 1) and of what a change adds.
 
-Gate S+P. An operation is accepted iff both S and P accept it, with one exception: a keep
-    that S refuses (which would remove the check) of a check that P freezes ("label"
-    origin) is accepted, since removing it is a delete that P refuses.
+Gate S+P. A change is accepted iff both S and P accept it; it is marked without evidence
+    when S had none.
 
 Verdicts the judge could not give (unparseable) must be resolved into booleans by the
 caller before they become evidence.
@@ -52,21 +57,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Protocol
 
 import numpy as np
 
+from rubriclab.carry.aggregate import balanced_accuracy, fails_any
 from rubriclab.carry.attribution import shapley_attribution
 from rubriclab.carry.revision import (
-    LABEL_ORIGIN, Delete, Edit, Keep, Operation, Revision, Rubric, action_name,
+    LABEL_ORIGIN, Add, Decision, Delete, Edit, Gate, Keep, Operation, Revision, Rubric,
+    action_name,
 )
 
-
-@dataclass(frozen=True)
-class Decision:
-    op_index: int
-    accepted: bool
-    reason: str
+__all__ = ["Decision", "GATES", "Gate", "GateEvidence", "GateState", "get_gate"]
 
 
 @dataclass(frozen=True)
@@ -95,12 +96,21 @@ class GateEvidence:
             for index, v in self.proposed_fails.items()
         })
 
+    @property
+    def has_correct(self) -> bool:
+        return bool((~self.flawed).any())
+
+    @property
+    def has_flawed(self) -> bool:
+        return bool(self.flawed.any())
+
     def fails_matrix(self, rubric: Rubric) -> np.ndarray:
         """(n_items x n_checks) in the rubric's check order."""
         missing = [i for i in rubric.ids if i not in self.current_fails]
         if missing:
             raise ValueError(f"the evidence has no verdicts for check(s) {missing}")
-        return np.column_stack([self.current_fails[i] for i in rubric.ids])
+        return np.column_stack([self.current_fails[i] for i in rubric.ids]) if rubric.ids \
+            else np.zeros((len(self.flawed), 0), dtype=bool)
 
     def proposed(self, op_index: int) -> np.ndarray:
         if op_index not in self.proposed_fails:
@@ -110,6 +120,8 @@ class GateEvidence:
 
 def _bool_vector(value: object, name: str, length: int | None = None) -> np.ndarray:
     array = np.asarray(value)
+    if array.size == 0 and array.ndim == 1:
+        array = array.astype(bool)
     if array.dtype != np.bool_ or array.ndim != 1:
         raise ValueError(f"{name} must be a 1-D boolean array, got dtype {array.dtype} "
                          f"and shape {array.shape}")
@@ -118,161 +130,192 @@ def _bool_vector(value: object, name: str, length: int | None = None) -> np.ndar
     return array
 
 
-class Gate(Protocol):
-    name: str
+@dataclass(frozen=True)
+class GateState:
+    """The rubric as the changes accepted so far in this round leave it.
 
-    def decide(self, rubric: Rubric, revision: Revision,
-               evidence: GateEvidence | None) -> list[Decision]: ...
+    ids: check ids in order (an added check is "+<op index>"); origins: check id -> origin
+    in the rubric before the round (added checks: ""); columns: check id -> calibration fails
+    (absent when there is no evidence).
+    """
+
+    ids: tuple[str, ...]
+    origins: Mapping[str, str]
+    columns: Mapping[str, np.ndarray] | None
+    evidence: GateEvidence | None
+
+    @classmethod
+    def start(cls, rubric: Rubric, evidence: GateEvidence | None) -> GateState:
+        columns = None
+        if evidence is not None:
+            matrix = evidence.fails_matrix(rubric)
+            columns = {check_id: matrix[:, k] for k, check_id in enumerate(rubric.ids)}
+        return cls(tuple(rubric.ids), {c.id: c.origin for c in rubric.checks}, columns,
+                   evidence)
+
+    def column(self, check_id: str) -> int:
+        try:
+            return self.ids.index(check_id)
+        except ValueError:
+            raise ValueError(f"the rubric has no check {check_id!r} (at this point of the "
+                             "round)") from None
+
+    def matrix(self) -> np.ndarray:
+        if self.columns is None:
+            raise ValueError("no evidence")
+        if not self.ids:
+            return np.zeros((len(self.evidence.flawed), 0), dtype=bool)
+        return np.column_stack([self.columns[i] for i in self.ids])
+
+    def after(self, op: Operation, index: int) -> GateState:
+        """This state with one change applied."""
+        ids, columns = list(self.ids), None if self.columns is None else dict(self.columns)
+        if isinstance(op, (Delete, Edit)) and op.check_id not in ids:
+            raise ValueError(f"operation {index} ({action_name(op)}) names check "
+                             f"{op.check_id!r}, which the rubric does not hold at this point")
+        if isinstance(op, Delete):
+            ids.remove(op.check_id)
+            if columns is not None:
+                del columns[op.check_id]
+        elif isinstance(op, Edit):
+            if columns is not None:
+                columns[op.check_id] = self.evidence.proposed(index)
+        elif isinstance(op, Add):
+            ids.append(f"+{index}")
+            if columns is not None:
+                columns[f"+{index}"] = self.evidence.proposed(index)
+        return GateState(tuple(ids), self.origins, columns, self.evidence)
+
+    def changed_id(self, op: Operation, index: int) -> str:
+        return f"+{index}" if isinstance(op, Add) else op.check_id
 
 
-Rule = Callable[[Rubric, Operation, int, "GateEvidence | None"], Decision]
+Rule = Callable[[GateState, Operation, int], Decision]
 
 
 @dataclass(frozen=True)
-class RuleGate:
-    """A gate that applies one rule to each operation on its own."""
+class SequentialGate:
+    """Keeps accepted; each change decided by `rule` against the state the changes accepted
+    before it leave, in the reviser's order."""
 
     name: str
     rule: Rule
 
     def decide(self, rubric: Rubric, revision: Revision,
                evidence: GateEvidence | None) -> list[Decision]:
-        return [self.rule(rubric, op, index, evidence) for index, op in enumerate(revision.ops)]
+        state = GateState.start(rubric, evidence)
+        decisions = []
+        for index, op in enumerate(revision.ops):
+            if isinstance(op, Keep):
+                decisions.append(Decision(index, True, f"keep of {op.check_id}: not a change"))
+                continue
+            decision = self.rule(state, op, index)
+            if decision.op_index != index:
+                raise ValueError(f"gate {self.name!r} decided operation {decision.op_index} "
+                                 f"when asked about {index}")
+            if decision.accepted:
+                state = state.after(op, index)
+            decisions.append(decision)
+        return decisions
+
+
+def _where(op: Operation) -> str:
+    return "add" if isinstance(op, Add) else f"{action_name(op)} of {op.check_id}"
+
+
+def _no_evidence(index: int, op: Operation, gate: str, needs: str) -> Decision:
+    return Decision(index, False, f"{_where(op)}: Gate {gate} has no calibration evidence "
+                                  f"({needs}); refused, the check stays as it was",
+                    evidence=False)
 
 
 # --- gate none ------------------------------------------------------------------------------
 
-def accept_all(rubric: Rubric, op: Operation, index: int,
-               evidence: GateEvidence | None) -> Decision:
+def accept_all(state: GateState, op: Operation, index: int) -> Decision:
     return Decision(index, True, "ungated")
 
 
 # --- gate R ---------------------------------------------------------------------------------
 
-def calibration_rule(rubric: Rubric, op: Operation, index: int,
-                     evidence: GateEvidence | None) -> Decision:
-    """Gate R: accept iff the operation alone does not lower calibration balanced accuracy."""
-    evidence = _required(evidence, "R")
+def calibration_rule(state: GateState, op: Operation, index: int) -> Decision:
+    """Gate R: accept iff the change does not lower calibration balanced accuracy."""
+    evidence = state.evidence
+    if evidence is None or not (evidence.has_flawed and evidence.has_correct):
+        return _no_evidence(index, op, "R", "items of both labels")
     flawed = evidence.flawed
-    if flawed.all() or not flawed.any():
-        raise ValueError("Gate R needs calibration items of both labels")
-    before = balanced_accuracy(evidence.fails_matrix(rubric), flawed)
-    after = balanced_accuracy(fails_after(op, index, rubric, evidence), flawed)
+    before = rubric_balanced_accuracy(state.matrix(), flawed)
+    after = rubric_balanced_accuracy(state.after(op, index).matrix(), flawed)
     accepted = after >= before
     verb = "keeps" if after == before else ("raises" if accepted else "lowers")
-    reason = (f"{action_name(op)} {verb} calibration balanced accuracy "
+    reason = (f"{_where(op)} {verb} calibration balanced accuracy "
               f"{float(before):.3f} -> {float(after):.3f}")
     return Decision(index, accepted, reason)
 
 
-def balanced_accuracy(fails: np.ndarray, flawed: np.ndarray) -> Fraction:
-    """(correct items passed / correct + flawed items failed / flawed) / 2, all-must-pass."""
-    item_fails = fails.any(axis=1)
+def rubric_balanced_accuracy(fails: np.ndarray, flawed: np.ndarray) -> Fraction:
+    """`aggregate.balanced_accuracy`, exact, of a rubric's fails matrix under all-must-pass
+    (`aggregate.fails_any`): (correct items passed / correct + flawed items failed / flawed) / 2."""
+    item_fails = fails_any(fails)
     correct_passed = Fraction(int(np.count_nonzero(~item_fails & ~flawed)),
                               int(np.count_nonzero(~flawed)))
     flawed_caught = Fraction(int(np.count_nonzero(item_fails & flawed)),
                              int(np.count_nonzero(flawed)))
-    return (correct_passed + flawed_caught) / 2
-
-
-def fails_after(op: Operation, index: int, rubric: Rubric,
-                evidence: GateEvidence) -> np.ndarray:
-    """The calibration fails matrix of the current rubric with this one operation applied."""
-    fails = evidence.fails_matrix(rubric)
-    if isinstance(op, Keep):
-        return fails
-    if isinstance(op, Delete):
-        return np.delete(fails, _column(rubric, op.check_id), axis=1)
-    if isinstance(op, Edit):
-        edited = fails.copy()
-        edited[:, _column(rubric, op.check_id)] = evidence.proposed(index)
-        return edited
-    return np.column_stack([fails, evidence.proposed(index)])
+    return balanced_accuracy(correct_passed, flawed_caught)
 
 
 # --- gate P ---------------------------------------------------------------------------------
 
-def provenance_rule(rubric: Rubric, op: Operation, index: int,
-                    evidence: GateEvidence | None = None) -> Decision:
+def provenance_rule(state: GateState, op: Operation, index: int) -> Decision:
     """Gate P: refuse editing or deleting a label-derived check; accept the rest."""
     if isinstance(op, (Edit, Delete)):
-        origin = rubric.check(op.check_id).origin
+        origin = state.origins.get(op.check_id, "")
         if origin == LABEL_ORIGIN:
-            return Decision(index, False,
-                            f"{action_name(op)} of {op.check_id}: label-derived checks are frozen")
-        return Decision(index, True, f"{action_name(op)} of {op.check_id} (origin {origin!r})")
-    return Decision(index, True, f"{action_name(op)} is not an edit or delete")
+            return Decision(index, False, f"{_where(op)}: label-derived checks are frozen")
+        return Decision(index, True, f"{_where(op)} (origin {origin!r})")
+    return Decision(index, True, f"{_where(op)} is not an edit or delete")
 
 
 # --- gate S ---------------------------------------------------------------------------------
 
-def shapley_rule(rubric: Rubric, op: Operation, index: int,
-                 evidence: GateEvidence | None) -> Decision:
+def shapley_rule(state: GateState, op: Operation, index: int) -> Decision:
     """Gate S: keep unique catches, refuse false-fail blame (see the module docstring)."""
-    evidence = _required(evidence, "S")
+    evidence = state.evidence
     if isinstance(op, Delete):
-        column = _column(rubric, op.check_id)
-        catches = shapley_attribution(evidence.fails_matrix(rubric), evidence.flawed)
-        unique = int(catches.unique_catches[column])
+        if evidence is None or not evidence.has_flawed:
+            return _no_evidence(index, op, "S", "flawed items")
+        catches = shapley_attribution(state.matrix(), evidence.flawed)
+        unique = int(catches.unique_catches[state.column(op.check_id)])
         if unique > 0:
-            return Decision(index, False, f"delete of {op.check_id}: it holds {unique} "
-                                          "unique catch(es)")
-        return Decision(index, True, f"delete of {op.check_id}: no unique catch")
-    if isinstance(op, Keep):
-        column = _column(rubric, op.check_id)
-        where = f"keep of {op.check_id}"
-    elif isinstance(op, Edit):
-        column = _column(rubric, op.check_id)
-        where = f"edit of {op.check_id}"
-    else:
-        column = len(rubric)
-        where = "add"
-    after = fails_after(op, index, rubric, evidence)
-    blame = float(shapley_attribution(after, evidence.flawed).blame[column])
+            return Decision(index, False, f"{_where(op)}: it holds {unique} unique catch(es)")
+        return Decision(index, True, f"{_where(op)}: no unique catch")
+    if evidence is None or not evidence.has_correct:
+        return _no_evidence(index, op, "S", "correct items")
+    after = state.after(op, index)
+    column = after.column(after.changed_id(op, index))
+    blame = float(shapley_attribution(after.matrix(), evidence.flawed).blame[column])
     if blame > 0:
-        consequence = "; the check is removed" if isinstance(op, Keep) else ""
-        return Decision(index, False, f"{where}: false-fail blame {blame:.3f}{consequence}")
-    return Decision(index, True, f"{where}: no false-fail blame")
+        return Decision(index, False, f"{_where(op)}: false-fail blame {blame:.3f}")
+    return Decision(index, True, f"{_where(op)}: no false-fail blame")
 
 
 # --- gate S+P -------------------------------------------------------------------------------
 
-def shapley_and_provenance_rule(rubric: Rubric, op: Operation, index: int,
-                                evidence: GateEvidence | None) -> Decision:
-    """Gate S+P: accepted iff S and P both accept; a frozen check is never removed."""
-    s = shapley_rule(rubric, op, index, evidence)
-    p = provenance_rule(rubric, op, index, evidence)
-    if isinstance(op, Keep) and not s.accepted:
-        removal = provenance_rule(rubric, Delete(op.check_id), index, evidence)
-        if not removal.accepted:
-            return Decision(index, True, f"S: {s.reason}; P: {removal.reason}, so it stays")
+def shapley_and_provenance_rule(state: GateState, op: Operation, index: int) -> Decision:
+    """Gate S+P: accepted iff S and P both accept."""
+    s = shapley_rule(state, op, index)
+    p = provenance_rule(state, op, index)
     accepted = s.accepted and p.accepted
     refusals = [f"{name}: {d.reason}" for name, d in (("S", s), ("P", p)) if not d.accepted]
     reason = "; ".join(refusals) if refusals else f"S: {s.reason}; P: {p.reason}"
-    return Decision(index, accepted, reason)
-
-
-# --- shared helpers -------------------------------------------------------------------------
-
-def _required(evidence: GateEvidence | None, gate: str) -> GateEvidence:
-    if evidence is None:
-        raise ValueError(f"Gate {gate} needs calibration evidence")
-    return evidence
-
-
-def _column(rubric: Rubric, check_id: str) -> int:
-    try:
-        return rubric.ids.index(check_id)
-    except ValueError:
-        raise ValueError(f"rubric {rubric.name!r} has no check {check_id!r}") from None
+    return Decision(index, accepted, reason, evidence=s.evidence)
 
 
 GATES: dict[str, Gate] = {
-    "none": RuleGate("none", accept_all),
-    "R": RuleGate("R", calibration_rule),
-    "P": RuleGate("P", provenance_rule),
-    "S": RuleGate("S", shapley_rule),
-    "S+P": RuleGate("S+P", shapley_and_provenance_rule),
+    "none": SequentialGate("none", accept_all),
+    "R": SequentialGate("R", calibration_rule),
+    "P": SequentialGate("P", provenance_rule),
+    "S": SequentialGate("S", shapley_rule),
+    "S+P": SequentialGate("S+P", shapley_and_provenance_rule),
 }
 
 

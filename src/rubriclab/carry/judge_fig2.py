@@ -16,10 +16,11 @@ import pandas as pd
 
 from rubriclab.llm import LLMClient, Request
 
+from .aggregate import VERDICT_COLUMNS as AGGREGATE_VERDICT_COLUMNS
 from .checklists import Check, Checklist
 from .prompts import paragraph_messages, per_check_messages
 
-VERDICT_COLUMNS = ["item_id", "label", "run", "rendering", "length", "check_id", "verdict"]
+VERDICT_COLUMNS = list(AGGREGATE_VERDICT_COLUMNS)  # the fig2 verdict table of `aggregate`
 
 
 def write_checklist_json(checklist: Checklist, path: Path) -> None:

@@ -16,14 +16,15 @@ a gate may then refuse some of its operations, so a gated fixed-count round can 
 count (a delete accepted, its paired add refused).
 
 Applying a revision (`apply_revision`) with some operations accepted:
-    keep    accepted: the check stays as it is.  refused: the check is removed (only Gate S
-            refuses keeps: it removes kept checks that carry false-fail blame).
+    keep    accepted: the check stays as it is.  refused: the check is removed (no gate of
+            `rubriclab.carry.gates` refuses a keep: a keep is not a change).
     edit    accepted: same id and origin, new text, lineage gains "r<round>: edit by <reviser>".
             refused: the check stays as it was.
     delete  accepted: the check disappears.  refused: the check stays as it was.
     add     accepted: a new check "r<round>-add<n>" (n counts the revision's add entries,
             accepted or not, so an added check has the same id under every gate), origin
-            "review by <reviser>", lineage ("r<round>: add by <reviser>",), after the
+            "review by <reviser> of <start>" (the chain's start source; "review by
+            <reviser>" where it is not given), lineage ("r<round>: add by <reviser>",), after the
             existing checks.  refused: nothing is added.
 Existing checks keep their order; an edit whose text equals the current text (up to
 whitespace) is read as a keep.
@@ -36,13 +37,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Protocol, Union
 
 from rubriclab.carry.checklists import Check, Checklist
 from rubriclab.llm.formats import UnparseableAnswer, get_format
-
-if TYPE_CHECKING:
-    from rubriclab.carry.gates import Decision, Gate, GateEvidence
 
 MODES = ("free", "fixed_count", "delete_only")
 REVISION_FORMAT = "rubric_revision"
@@ -146,6 +144,7 @@ class Revision:
     round: int
     reviser: str
     mode: str
+    start: str = ""  # the chain's start rubric source (hand, generated, label), "" if unknown
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ops", tuple(self.ops))
@@ -174,14 +173,14 @@ class RevisionRejected(Exception):
 # --- from the reviser's answer to a revision ------------------------------------------------
 
 def revision_from_answer(text: str, rubric: Rubric, mode: str, round: int,
-                         reviser: str) -> Revision | RevisionRejected:
+                         reviser: str, start: str = "") -> Revision | RevisionRejected:
     """The reviser's raw answer parsed and checked; a RevisionRejected (returned) otherwise."""
     try:
         parsed = get_format(revision_format_name(rubric)).parse(text)
     except UnparseableAnswer as exc:
         return RevisionRejected(str(exc), kind="unparseable")
     try:
-        return parse_revision(parsed, rubric, mode, round, reviser)
+        return parse_revision(parsed, rubric, mode, round, reviser, start)
     except RevisionRejected as rejected:
         return rejected
 
@@ -192,7 +191,7 @@ def revision_format_name(rubric: Rubric) -> str:
 
 
 def parse_revision(parsed_json: Mapping[str, Any], rubric: Rubric, mode: str, round: int,
-                   reviser: str) -> Revision:
+                   reviser: str, start: str = "") -> Revision:
     """A Revision from the parsed "rubric_revision" answer; raise RevisionRejected if invalid.
 
     Rejected: an entry of the wrong shape (kind "unparseable"); an id not in the rubric, a
@@ -206,7 +205,7 @@ def parse_revision(parsed_json: Mapping[str, Any], rubric: Rubric, mode: str, ro
     ops = [_unchanged_edit_as_keep(op, rubric) for op in ops]
     _require_mode(ops, mode, len(rubric))
     _require_a_check_left(ops)
-    return Revision(ops=tuple(ops), round=round, reviser=reviser, mode=mode)
+    return Revision(ops=tuple(ops), round=round, reviser=reviser, mode=mode, start=start)
 
 
 def _entries(parsed_json: Mapping[str, Any]) -> list[Any]:
@@ -432,10 +431,17 @@ def _added_checks(rubric: Rubric, revision: Revision, accepted: set[int]) -> lis
         taken.add(check_id)
         if index in accepted:
             added.append(RubricCheck(
-                id=check_id, text=op.new_text, origin=f"review by {revision.reviser}",
+                id=check_id, text=op.new_text, origin=review_origin(revision.reviser,
+                                                                    revision.start),
                 lineage=(f"r{revision.round}: add by {revision.reviser}",),
             ))
     return added
+
+
+def review_origin(reviser: str, start: str = "") -> str:
+    """The origin of a check a reviser added: "review by <reviser> of <start>" (the start
+    rubric of its chain), or "review by <reviser>" where the start is not known."""
+    return f"review by {reviser} of {start}" if start else f"review by {reviser}"
 
 
 def _fresh_id(base: str, taken: set[str]) -> str:
@@ -447,6 +453,25 @@ def _fresh_id(base: str, taken: set[str]) -> str:
 
 
 # --- chains ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Decision:
+    """A gate's decision on one operation of a revision (`rubriclab.carry.gates`)."""
+
+    op_index: int
+    accepted: bool
+    reason: str
+    evidence: bool = True  # False: the gate had no evidence for this change and refused it
+
+
+class Gate(Protocol):
+    """What a chain needs of a gate (`rubriclab.carry.gates` builds them; this module does
+    not import it, so the two modules do not import each other)."""
+
+    name: str
+
+    def decide(self, rubric: Rubric, revision: Revision, evidence: Any) -> list[Decision]: ...
+
 
 @dataclass(frozen=True)
 class ChainRound:
@@ -501,7 +526,7 @@ class ChainResult:
 
 
 Propose = Callable[[Rubric, int], Union[Revision, RevisionRejected]]
-EvidenceFor = Callable[[Rubric, Revision], "GateEvidence"]
+EvidenceFor = Callable[[Rubric, Revision], Any]  # -> gates.GateEvidence
 
 
 def run_chain(start: Rubric, rounds: int, propose: Propose, gate: Gate | None = None,

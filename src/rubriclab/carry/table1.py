@@ -33,12 +33,15 @@ def per_check_table(checks: list[str], outputs: pd.DataFrame) -> pd.DataFrame:
     return attribution.to_frame(checks)
 
 
-def share_text(fails: list[str]) -> str:
+def share_text(fails: list[str], label: str = "flawed") -> str:
+    """The seed's "Share of the outcome" cell: "A: 1 (unique catch)", "A, B: 1/2 each",
+    "D: 1 of blame", "D, E: 1/2 of blame each", "none"."""
     if not fails:
         return "none"
+    blame = " of blame" if label == "correct" else ""
     if len(fails) == 1:
-        return f"{fails[0]}: 1"
-    return f"{', '.join(fails)}: 1/{len(fails)} each"
+        return f"{fails[0]}: 1{blame}" + (" (unique catch)" if label == "flawed" else "")
+    return f"{', '.join(fails)}: 1/{len(fails)}{blame} each"
 
 
 def table1_markdown(checks: list[str], outputs: pd.DataFrame, per_check: pd.DataFrame) -> str:
@@ -46,11 +49,7 @@ def table1_markdown(checks: list[str], outputs: pd.DataFrame, per_check: pd.Data
              "| output | label | checks answering No (F_i) | share of the outcome |",
              "|---|---|---|---|"]
     for row in outputs.itertuples(index=False):
-        share = share_text(list(row.fails))
-        if len(row.fails) == 1 and row.label == "flawed":
-            share += " (unique catch)"
-        elif row.label == "correct" and row.fails:
-            share = share.replace(": 1", ": 1 of blame")
+        share = share_text(list(row.fails), row.label)
         lines.append(f"| {row.id} | {row.label} | {', '.join(row.fails) or 'none'} | {share} |")
     lines += ["", "| check | catch credit | false-fail blame | unique catches | times answering No |",
               "|---|---:|---:|---:|---:|"]

@@ -60,8 +60,11 @@ def interval_cell(rows: pd.DataFrame, metrics: Sequence[str]) -> str:
 CI = " 95% CI"
 
 
-def chain_label(source: str, mode: str, seed: int, with_seed: bool = True) -> str:
+def chain_label(reviser: str, source: str, mode: str, seed: int, with_seed: bool = True) -> str:
+    """"Hand-written, free, review by <reviser>, seed 1" (carry Table 2: "H, Opus seed 1")."""
     label = f"{SOURCE_TITLES.get(source, source)}, {MODE_TITLES.get(mode, mode)}"
+    if reviser:
+        label += f", review by {reviser}"
     return f"{label}, seed {seed}" if with_seed else label
 
 
@@ -70,14 +73,16 @@ def chain_label(source: str, mode: str, seed: int, with_seed: bool = True) -> st
 
 
 def _final_rounds(chains: pd.DataFrame) -> pd.Series:
-    """Each chain's final round, indexed by (source, mode, seed) in chain order."""
+    """Each chain's final round, indexed by (reviser, source, mode, seed) in chain order."""
     order = sort_chains(chains[CHAIN_KEYS].drop_duplicates())
     final = chains.groupby(CHAIN_KEYS)["round"].max()
     return final.reindex(pd.MultiIndex.from_frame(order))
 
 
-def _chain_rows(frame: pd.DataFrame, source: str, mode: str, seed: int) -> pd.DataFrame:
-    return frame[(frame["source"] == source) & (frame["mode"] == mode) & (frame["seed"] == seed)]
+def _chain_rows(frame: pd.DataFrame, reviser: str, source: str, mode: str,
+                seed: int) -> pd.DataFrame:
+    return frame[(frame["reviser"] == reviser) & (frame["source"] == source)
+                 & (frame["mode"] == mode) & (frame["seed"] == seed)]
 
 
 # --------------------------------------------------------------------------- Table 2
@@ -100,14 +105,15 @@ def table2_gate_replay(rates: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     judges = list(dict.fromkeys(base["judge"]))
     metrics = ["correct_passed", "flawed_caught", "unplanned_caught"]
     records = []
-    for (source, mode, seed), final in _final_rounds(chains).items():
+    for (reviser, source, mode, seed), final in _final_rounds(chains).items():
         states = [("start", 0, chains), (f"ungated (round {final})", final, chains),
                   ("Gate S+P, leave-one-out", final, loo)]
         for label, round_, pool in states:
-            rows = _chain_rows(pool, source, mode, seed)
+            rows = _chain_rows(pool, reviser, source, mode, seed)
             rows = rows[rows["round"] == round_]
-            record = {"chain": chain_label(source, mode, seed), "source": source, "mode": mode,
-                      "seed": seed, "rubric_or_gate": label, "round": round_}
+            record = {"chain": chain_label(reviser, source, mode, seed), "reviser": reviser,
+                      "source": source, "mode": mode, "seed": seed, "rubric_or_gate": label,
+                      "round": round_}
             for judge in judges:
                 record[judge] = rates_cell(rows[rows["judge"] == judge], metrics)
                 record[judge + CI] = interval_cell(rows[rows["judge"] == judge], metrics)
@@ -152,27 +158,57 @@ def table3_gates_human_labeled(rates: pd.DataFrame, judge_main: str,
 
 
 def _table3_dataset(rows: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """One row per chain and seed (kind "seed"), then one per chain (reviser, source, mode;
+    kind "chain"): the mean over its seeds of each rate, as carry Table 3 shows them."""
     what = f"Table 3 dataset {dataset!r}"
     chains = chains_with_start(rows, what)
     ensure_unique(chains, [*CHAIN_KEYS, "round", "gate", "metric"], what)
-    seeds_per_arm = chains.groupby(["source", "mode"])["seed"].nunique()
     metrics = ["correct_passed", "flawed_caught"]
-    records = []
-    for (source, mode, seed), final in _final_rounds(chains).items():
-        mine = _chain_rows(chains, source, mode, seed)
+    counts = {"n_correct": item_count(rows, "correct_passed"),
+              "n_flawed": item_count(rows, "flawed_caught")}
+    seed_records, states = [], {}
+    for (reviser, source, mode, seed), final in _final_rounds(chains).items():
+        mine = _chain_rows(chains, reviser, source, mode, seed)
         start = mine[(mine["round"] == 0) & (mine["gate"] == "none")]
-        record = {"dataset": dataset,
-                  "chain": chain_label(source, mode, seed, seeds_per_arm[(source, mode)] > 1),
-                  "source": source, "mode": mode, "seed": seed, "final_round": final,
-                  "n_correct": item_count(rows, "correct_passed"),
-                  "n_flawed": item_count(rows, "flawed_caught"),
+        record = {"dataset": dataset, "kind": "seed",
+                  "chain": chain_label(reviser, source, mode, seed),
+                  "reviser": reviser, "source": source, "mode": mode, "seed": str(seed),
+                  "final_round": final, **counts,
                   "start": rates_cell(start, metrics), "start" + CI: interval_cell(start, metrics)}
         last = mine[mine["round"] == final] if final > 0 else mine.iloc[0:0]
+        arm = states.setdefault((reviser, source, mode), {"start": [], "finals": []})
+        arm["start"].append(start)
+        arm["finals"].append(last)
         for gate in GATES:
             record[GATE_TITLES[gate]] = rates_cell(last[last["gate"] == gate], metrics)
             record[GATE_TITLES[gate] + CI] = interval_cell(last[last["gate"] == gate], metrics)
-        records.append(record)
-    return pd.DataFrame(records)
+        seed_records.append(record)
+    chain_records = []
+    for (reviser, source, mode), arm in states.items():
+        seeds = [r["seed"] for r in seed_records
+                 if (r["reviser"], r["source"], r["mode"]) == (reviser, source, mode)]
+        label = chain_label(reviser, source, mode, 0, with_seed=False)
+        if len(seeds) > 1:
+            label += f", mean of {len(seeds)} seeds"
+        start = _mean_rates(pd.concat(arm["start"]))
+        last = pd.concat(arm["finals"])
+        record = {"dataset": dataset, "kind": "chain", "chain": label, "reviser": reviser,
+                  "source": source, "mode": mode, "seed": "mean" if len(seeds) > 1 else seeds[0],
+                  "final_round": int(last["round"].max()) if not last.empty else 0, **counts,
+                  "start": rates_cell(start, metrics), "start" + CI: ""}
+        for gate in GATES:
+            record[GATE_TITLES[gate]] = rates_cell(_mean_rates(last[last["gate"] == gate]),
+                                                   metrics)
+            record[GATE_TITLES[gate] + CI] = ""
+        chain_records.append(record)
+    return pd.DataFrame(seed_records + chain_records)
+
+
+def _mean_rates(rows: pd.DataFrame) -> pd.DataFrame:
+    """metric -> value, the mean over the rows of each metric (NaN where none)."""
+    if rows.empty:
+        return pd.DataFrame({"metric": [], "value": []})
+    return rows.groupby("metric", sort=False)["value"].mean().reset_index()
 
 
 def _table3_markdown(table: pd.DataFrame, datasets: Sequence[str], judge_main: str) -> str:
@@ -186,15 +222,15 @@ def _table3_markdown(table: pd.DataFrame, datasets: Sequence[str], judge_main: s
         lines += [f"{DATASET_TITLES.get(dataset, dataset)} ({part['n_correct'].iloc[0]} {correct}, "
                   f"{part['n_flawed'].iloc[0]} {flawed} evaluation items)", ""]
         body = [[record["chain"], *(record[c] for c in TABLE3_COLUMNS)]
-                for record in part.to_dict("records")]
+                for record in part[part["kind"] == "chain"].to_dict("records")]
         lines += markdown_table(["Chain", *TABLE3_COLUMNS], body) + [""]
         intervals = [[record["chain"], *(record[c + CI] for c in TABLE3_COLUMNS)]
-                     for record in part.to_dict("records")]
-        lines += ["95% paired bootstrap intervals over items, same layout:", ""]
+                     for record in part[part["kind"] == "seed"].to_dict("records")]
+        lines += ["Each seed, 95% paired bootstrap intervals over items, same layout:", ""]
         lines += markdown_table(["Chain", *TABLE3_COLUMNS], intervals) + [""]
     lines += [f"Table 3: Gates on the human-labeled datasets {after}, decided with calibration "
               f"labels and scored on the evaluation split. Each cell: correct outputs passed / "
-              f"flawed outputs caught (%).", ""]
+              f"flawed outputs caught (%); a chain of several seeds shows their mean.", ""]
     return "\n".join(lines)
 
 
@@ -253,7 +289,7 @@ def table4_recon_failing_checks(failing: pd.DataFrame) -> tuple[str, pd.DataFram
              else "the example environment")
     return failing_checks_table(
         failing, "recon", 4, "Report",
-        f"Checks answered No (F_i) for the Recon-72 reports of {where} under {{versions}} "
+        f"Checks answered No (F_i) for the reports of {where} under {{versions}} "
         "rubric versions.")
 
 

@@ -5,8 +5,9 @@ Composition, per environment (12 environments):
 * Recon-108 (9 reports): 3 correct (``correct-1``, ``correct-2``, ``correct-part-b``: a report
   delivered as Part A + Part B), 5 planned flaws (one of each of missed_finding,
   fabricated_finding, wrong_resource, plus a second of two of them; which type gets only one
-  rotates over environments, so each type has 20 reports) and 1 unplanned flaw (its kind
-  rotates over unchecked_omission, wrong_severity and misstated_evidence: 4 of each).
+  rotates over environments, so each type has 20 reports) and 1 unplanned flaw: the omission
+  of the environment's one true finding that no hand check names (unchecked_omission; carry:
+  "unplanned misses", Figure 4b).
   In all 36 correct + 72 flawed (60 planned + 12 unplanned).
 * Recon-72 (6 reports), a subset of Recon-108: ``correct-1``, ``correct-2``, the first report of
   each planned type and the unplanned report. In all 24 correct + 48 flawed (36 planned + 12
@@ -32,7 +33,9 @@ from rubriclab.recon.environments import Environment, load_environments
 from rubriclab.recon.rubrics import rubrics_table
 
 PLANNED_FLAW_TYPES = ("missed_finding", "fabricated_finding", "wrong_resource")
-UNPLANNED_FLAW_TYPES = ("unchecked_omission", "wrong_severity", "misstated_evidence")
+# carry's unplanned flaws are misses no specific check names (Figure 4b, Table 2). Wrong
+# severity and misstated evidence (`plant_flaw`) stay available but are not planted.
+UNPLANNED_FLAW_TYPES = ("unchecked_omission",)
 SETS = ("recon72", "recon108")
 N_EVALUATION_ENVIRONMENTS = 8
 LABELS = ("correct", "flawed")
@@ -148,7 +151,8 @@ def build_recon(seed: int = 0) -> ReconDataset:
     for index, env in enumerate(environments):
         specs = environment_specs(
             env, seed,
-            unplanned_kind=UNPLANNED_FLAW_TYPES[(index + unplanned_offset) % 3],
+            unplanned_kind=UNPLANNED_FLAW_TYPES[(index + unplanned_offset)
+                                                % len(UNPLANNED_FLAW_TYPES)],
             single_planned=PLANNED_FLAW_TYPES[(index + single_offset) % 3],
         )
         split = "evaluation" if env.key in evaluation else "calibration"

@@ -1,11 +1,12 @@
-"""Hand-written Recon rubrics: one per environment, 6-10 yes/no checks written by a domain expert.
+"""Hand-written Recon rubrics: one per environment, 5-9 yes/no checks written by a domain expert.
 
 The checks live beside each environment in ``resources/recon/<key>.yaml`` (``rubric:``). Each
 check names what it is meant to catch in ``targets``: true finding ids, planned flaw types
-(missed_finding, fabricated_finding, wrong_resource) or "format". Exactly one check per
-environment is the open coverage check (``open_coverage: True``), which asks for coverage
-beyond the listed issues. The one true finding per environment that no specific check names
-is what the "unchecked omission" unplanned flaw removes.
+(missed_finding, fabricated_finding, wrong_resource) or "format". No hand rubric has an open
+coverage check (a check asking for coverage beyond the listed issues): carry Figure 4b gives
+that check to the label-taught rubric, and Table 2's hand start catches 0.0% of the unplanned
+misses. The one true finding per environment that no check names is what the unplanned flaw
+(an "unchecked omission") removes.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from rubriclab.recon.environments import Environment
 HAND_ORIGIN = "hand"
 PLANNED_FLAW_TYPES = ("missed_finding", "fabricated_finding", "wrong_resource")
 OTHER_TARGETS = ("format",)
-MIN_CHECKS, MAX_CHECKS = 6, 10
+MIN_CHECKS, MAX_CHECKS = 5, 9
 RUBRIC_COLUMNS = ["environment", "check_id", "position", "text", "origin", "targets", "open_coverage"]
 
 
@@ -57,8 +58,8 @@ def validate_rubric(environment: Environment, checks: tuple[ReconCheck, ...]) ->
     problems = []
     if not MIN_CHECKS <= len(checks) <= MAX_CHECKS:
         problems.append(f"{len(checks)} checks (want {MIN_CHECKS}-{MAX_CHECKS})")
-    if sum(check.open_coverage for check in checks) != 1:
-        problems.append("want exactly one open coverage check")
+    if any(check.open_coverage for check in checks):
+        problems.append("a hand rubric has no open coverage check (carry Figure 4b)")
     finding_ids = {finding.id for finding in environment.findings}
     known = finding_ids | set(PLANNED_FLAW_TYPES) | set(OTHER_TARGETS)
     for check in checks:
