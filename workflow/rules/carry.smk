@@ -60,6 +60,7 @@ rule carry_rubric_model:
     wildcard_constraints:
         source="generated|label",
     params:
+        calls=call_settings("generator", GENERATOR),
         model=GENERATOR,
         n_checks=config["carry"]["sources"]["n_checks"],
         temperature=config["carry"]["sources"]["temperature"],
@@ -84,6 +85,7 @@ rule carry_chain:
         chain="results/carry/chains/{cdataset}/{reviser}/{source}-{mode}-seed{seed}.json",
         ledger="results/ledger/carry_chain-{cdataset}-{reviser}-{source}-{mode}-seed{seed}.jsonl",
     params:
+        calls=lambda w: call_settings("reviser", REVISER_BY_SLUG[w.reviser]),
         reviser=lambda w: REVISER_BY_SLUG[w.reviser],
         rounds=lambda w: config["carry"]["chains"][w.cdataset]["rounds"],
         temperature=config["carry"]["chains"]["temperature"],
@@ -110,6 +112,7 @@ rule carry_judge:
         verdicts="results/carry/judged/{cdataset}/{judge}/verdicts.csv",
         ledger="results/ledger/carry_judge-{cdataset}-{judge}.jsonl",
     params:
+        calls=lambda w: call_settings("judge", JUDGE_BY_SLUG[w.judge]),
         judge=lambda w: JUDGE_BY_SLUG[w.judge],
         votes=config["carry"]["votes"],
         temperature=config["carry"]["judge_temperature"],

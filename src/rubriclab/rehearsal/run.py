@@ -71,7 +71,8 @@ def model_strings(config: Mapping[str, Any]) -> list[str]:
     """Every model string a config names (panel entries without their '@sample')."""
     found: list[str] = []
     models = config.get("models") or {}
-    found += [m for m in models.values() if isinstance(m, str)]
+    for value in models.values():  # a model string, or a list of them (models.revisers)
+        found += [value] if isinstance(value, str) else list(value or [])
     carry = config.get("carry") or {}
     found += list(carry.get("judges") or [])
     transfer = config.get("transfer") or {}
