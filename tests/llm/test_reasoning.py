@@ -30,8 +30,8 @@ def placeholder_keys(monkeypatch):
 
 
 def llm_config(tmp_path, server, per_model=None, roles=None) -> LLMConfig:
-    models = {"openai/thinker": "/v1", "openai/plain": "/v1", "anthropic/claude-opus-4-1-20250805": "",
-              "gemini/gemini-2.5-flash": ""}
+    models = {"openai/thinker": "/v1", "openai/plain": "/v1", "openai/gpt-5": "/v1",
+              "anthropic/claude-opus-4-1-20250805": "", "gemini/gemini-2.5-flash": ""}
     raw = {"per_model": {m: {"api_base": server.url + suffix, "backoff_s": 0.0,
                              "timeout_s": 5.0, **(per_model or {}).get(m, {})}
                          for m, suffix in models.items()},
@@ -162,8 +162,7 @@ def test_unknown_role_setting_is_refused():
 def test_a_price_litellm_does_not_know_is_unknown_not_zero(tmp_path, server):
     """claude-opus-4-1 is listed at $0 in litellm's map and openai/plain not at all: both
     unknown; gpt-5 is priced."""
-    config = llm_config(tmp_path, server, per_model={"openai/gpt-5": {}})
-    config.per_model["openai/gpt-5"] = config.per_model["openai/plain"]
+    config = llm_config(tmp_path, server)
     with LLMClient(config) as client:
         opus, plain, priced = client.run([
             verdict("anthropic/claude-opus-4-1-20250805", temperature=1.0),

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from rubriclab.stats.bootstrap import percentile_rows
+from rubriclab.stats.bootstrap import _check_level, _checked_count, percentile_rows
 
 # TPR + TNR must exceed 1 by more than this for the judge to count as informative; it absorbs
 # float rounding in rates like 37/38 + 1/38 so that "exactly 1" is recognised as exactly 1.
@@ -106,7 +106,7 @@ def jeffreys_bootstrap(k, n, tp, fn, fp, tn, *, n_boot: int, rng: np.random.Gene
     """
     k, n, tp, fn, fp, tn, q, tpr, tnr = _rates(k, n, tp, fn, fp, tn)
     _check_counts(k, n, tp, fn, fp, tn)
-    shape = k.shape + (_positive(n_boot, "n_boot"),)
+    shape = k.shape + (_checked_count(n_boot, "n_boot"),)
     q_star = rng.beta((k + 0.5)[..., None], (n - k + 0.5)[..., None], size=shape)
     tpr_star = rng.beta((tp + 0.5)[..., None], (fn + 0.5)[..., None], size=shape)
     tnr_star = rng.beta((tn + 0.5)[..., None], (fp + 0.5)[..., None], size=shape)
@@ -121,7 +121,7 @@ def labelled_bootstrap(k, n, tp, fn, fp, tn, *, n_boot: int, rng: np.random.Gene
     """The nonparametric percentile bootstrap over labelled items and judged items."""
     k, n, tp, fn, fp, tn, q, tpr, tnr = _rates(k, n, tp, fn, fp, tn)
     _check_counts(k, n, tp, fn, fp, tn)
-    n_boot = _positive(n_boot, "n_boot")
+    n_boot = _checked_count(n_boot, "n_boot")
     m = tp + fn + fp + tn
     with np.errstate(invalid="ignore", divide="ignore"):
         cells = np.stack([tp, fn, fp, tn], axis=-1) / np.where(m > 0, m, 1)[..., None]
@@ -218,14 +218,3 @@ def _check_counts(*arrays: np.ndarray) -> None:
             raise ValueError(f"{name} must hold non-negative whole counts, got {values!r}")
     if np.any(arrays[0] > arrays[1]):
         raise ValueError(f"need k <= n, got k={arrays[0]!r}, n={arrays[1]!r}")
-
-
-def _positive(value: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _check_level(level: float) -> None:
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
