@@ -11,11 +11,15 @@ written to the ledger and counted in the progress line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import replace
+from typing import Protocol
 
 from .backends import AnswerCutOff, Backends, RawAnswer, is_retryable
 from .cache import CacheBackend, SQLiteCache, make_answer
@@ -26,6 +30,27 @@ from .request import Completion, Request, Usage, cache_key
 from .settings import LLMConfig, ModelSettings
 
 log = logging.getLogger("rubriclab.llm")
+
+
+class StandIn(Protocol):
+    """Answers prepared requests instead of their models (`rubriclab plan`)."""
+
+    def answer(self, client: LLMClient, requests: Sequence[Request],
+               label: str) -> list[Completion]: ...
+
+
+_STAND_IN: ContextVar[StandIn | None] = ContextVar("rubriclab_stand_in", default=None)
+
+
+@contextlib.contextmanager
+def answered_by(stand_in: StandIn) -> Iterator[None]:
+    """Within this block, every LLMClient.run is answered by `stand_in`: no model, cache write
+    or ledger line; API keys are not checked."""
+    token = _STAND_IN.set(stand_in)
+    try:
+        yield
+    finally:
+        _STAND_IN.reset(token)
 
 
 class ModelCallsFailed(RuntimeError):
@@ -88,6 +113,9 @@ class LLMClient:
         already cached).
         """
         requests = [self.prepare(r, role) for r in requests]
+        stand_in = _STAND_IN.get()
+        if stand_in is not None:
+            return stand_in.answer(self, requests, label)
         completions = asyncio.run(self._run(requests, label))
         failed = [c for c in completions if c.outcome == "failed"]
         if failed and raise_on_failure:

@@ -1,0 +1,116 @@
+"""`rubriclab plan`: the requests, tokens, dollars and hours of a config's run, before any
+model is called.
+
+    rubriclab plan --configfile config/paper.yaml --data-mirror ../shared/data
+
+It builds the run's DAG with Snakemake, runs the jobs that call no model and need no model's
+answer (fetching and preparing the data: the same files the run makes), then plans every model
+job by running its own script against stand-in answers (rubriclab.plan.planner). It prints a
+table per rule and model and writes figures/plan.md and results/plan/plan.csv in the working
+directory; the cost report puts the bill beside that plan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_FREE_TEXT_SHARE = 0.25
+
+
+def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_args: list[str],
+               *, free_text_share: float | None = DEFAULT_FREE_TEXT_SHARE, cores: int = 1,
+               targets: list[str] | None = None):
+    """(per-job plan table, markdown, config digest); writes nothing but the prepared data."""
+    from rubriclab.llm.cache import SQLiteCache
+    from rubriclab.llm.settings import LLMConfig
+
+    from .dag import load_workflow, run_model_free_prefix
+    from .planner import StandIn, plan_workflow
+    from .report import config_digest, plan_markdown, plan_table
+
+    overrides = parse_config_args(config_args)
+    workflow = load_workflow(snakefile, workdir, configfiles, overrides, targets or ())
+    if run_model_free_prefix(workflow, snakefile, configfiles, config_args, cores):
+        workflow = load_workflow(snakefile, workdir, configfiles, overrides, targets or ())
+    llm = LLMConfig.from_dict(workflow.config["llm"], cache_dir=workflow.config["cache_dir"])
+    cache_path = llm.cache_path if llm.cache_path.is_absolute() else workdir / llm.cache_path
+    cache = SQLiteCache(cache_path) if cache_path.is_file() else None
+    try:
+        rows = plan_workflow(workflow, StandIn(free_text_share), cache)
+    finally:
+        if cache is not None:
+            cache.close()
+    table = plan_table(rows, llm)
+    digest = config_digest(workflow.config)
+    name = ", ".join(str(p) for p in configfiles) or "config/config.yaml"
+    markdown = plan_markdown(table, config_name=name, digest=digest, llm=llm,
+                             free_text_share=free_text_share)
+    return table, markdown, digest
+
+
+def parse_config_args(values: list[str]) -> dict:
+    """KEY=VALUE pairs as Snakemake's --config reads them (YAML values)."""
+    import yaml
+
+    parsed = {}
+    for value in values:
+        key, sep, raw = value.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"rubriclab plan: --config takes KEY=VALUE, got {value!r}")
+        parsed[key] = yaml.safe_load(raw) if raw else raw
+    return parsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .report import write_plan
+
+    parser = argparse.ArgumentParser(prog="rubriclab plan", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return run(args, write_plan)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--configfile", nargs="+", type=Path, default=[],
+                        help="config file(s), as for snakemake (default: config/config.yaml)")
+    parser.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="overrides, as for snakemake --config")
+    parser.add_argument("-d", "--directory", type=Path, default=Path("."),
+                        help="the run's working directory (default: here)")
+    parser.add_argument("-s", "--snakefile", type=Path, default=None,
+                        help="default: the Snakefile of this checkout")
+    parser.add_argument("--data-mirror", default=None,
+                        help="a local mirror of the raw data (sets data_mirror)")
+    parser.add_argument("--cores", type=int, default=2, help="for preparing the data")
+    parser.add_argument("--free-text-share", type=float, default=DEFAULT_FREE_TEXT_SHARE,
+                        help="share of its token budget a free-text answer (a response, an "
+                             "edit) is assumed to fill (default %(default)s)")
+    parser.add_argument("--rehearsal-answers", action="store_true",
+                        help="free-text answers as the rehearsal server gives them (to plan "
+                             "a rehearsal)")
+
+
+def run(args: argparse.Namespace, write_plan) -> int:
+    started = time.monotonic()
+    snakefile = args.snakefile or Path(__file__).resolve().parents[3] / "Snakefile"
+    if not snakefile.is_file():
+        print(f"rubriclab plan: no Snakefile at {snakefile} (give -s)", file=sys.stderr)
+        return 2
+    config_args = list(args.config)
+    if args.data_mirror:
+        config_args.append(f"data_mirror={Path(args.data_mirror).resolve()}")
+    share = None if args.rehearsal_answers else args.free_text_share
+    table, markdown, digest = build_plan(snakefile, args.directory, list(args.configfile),
+                                         config_args, free_text_share=share, cores=args.cores)
+    paths = write_plan(table, markdown, args.directory.resolve(), digest)
+    print(markdown)
+    print(f"written: {', '.join(str(p) for p in paths)} ({time.monotonic() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

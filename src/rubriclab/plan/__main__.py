@@ -1,0 +1,5 @@
+import sys
+
+from rubriclab.plan import main
+
+sys.exit(main())

@@ -1,0 +1,318 @@
+"""Every request a config's run would make, counted before any model is called.
+
+The planner runs each model job's own script (workflow/scripts) in-process, in DAG order, with
+the model layer's stand-in hook (`rubriclab.llm.client.answered_by`): every `LLMClient.run`
+hands its prepared requests to the planner instead of a model. So the requests are rendered
+by the very functions the rules use, keyed as the run would key them, and checked against the
+cache.
+
+A request is answered with the cached answer where the cache has one, and otherwise with a
+stand-in answer (see `StandIn`) that lets later jobs render theirs. A job's rows are *exact*
+when all of its inputs are real files (prepared data, or outputs of jobs already run) and it
+asks its model once, and *estimated* when they rest on stand-in answers (revisions, responses,
+interventions, the judging of those, the agent's later turns).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import logging
+import os
+import runpy
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rubriclab.llm.client import answered_by
+from rubriclab.llm.formats import UnparseableAnswer, get_format
+from rubriclab.llm.request import Completion, Request, Usage
+
+from .dag import PlannedJob, Workflow
+
+# Prompt tokens are counted for about SAMPLES_PER_BATCH requests spread evenly over each
+# batch a job asks (every request of a small batch), and the rest scaled by the tokens per
+# character of those counted (litellm's token counter takes 0.1-1 ms a request, and a
+# paper-scale plan has 350,000).
+SAMPLES_PER_BATCH = 100
+# A reasoning model is taken to spend this share of its room for thinking
+# (llm.per_model.<model>.reasoning_tokens) on each answer: providers bill thinking as
+# completion tokens, and how much a model thinks is known only once it has.
+THINKING_SHARE = 0.25
+
+
+@functools.cache
+def _litellm() -> Any:
+    from rubriclab.llm.backends import import_litellm
+
+    return import_litellm()
+
+
+def token_count(model: str, messages: list[dict[str, str]]) -> int:
+    """Prompt tokens as litellm counts them for `model` (its tokenizer where litellm has it)."""
+    return int(_litellm().token_counter(model=model, messages=messages))
+
+
+@dataclass
+class StandIn:
+    """What answers a request the cache cannot: the rehearsal's answer model
+    (rubriclab.rehearsal.answers), which answers every request format of the pipeline with a
+    valid answer of the papers' shape (rubrics as long as asked, one verdict per criterion).
+
+    Free-text answers (responses, edited responses) are where a real model differs most from
+    it: with `free_text_share` set, they are taken to fill that share of their token budget
+    (the planned prompts that quote them grow to match); unset, they are the rehearsal's own
+    short texts, which is right for planning a rehearsal.
+    """
+
+    free_text_share: float | None = None
+
+    def answer(self, request: Request) -> str:
+        from rubriclab.rehearsal.answers import answer
+
+        _, text = answer(request.message_dicts(), request.model, 0)
+        if self.free_text_share is not None and get_format(request.response_format).free_text:
+            words = max(1, int(request.max_tokens * self.free_text_share * 0.75))
+            filler = ("The answer goes on to explain the point in plain words, as a careful "
+                      "reply would. ").split()
+            text = " ".join([text, *(filler[i % len(filler)] for i in range(words))])
+        return text
+
+
+@dataclass
+class RowTotals:
+    requests: int = 0
+    cached: int = 0              # answered by the cache before the run
+    answered_earlier: int = 0    # the same request made by an earlier job of this run
+    prompt_chars: int = 0
+    prompt_chars_to_pay: int = 0
+    to_pay_thinking: float = 0.0
+    answers_sampled: int = 0
+    answer_tokens_sampled: int = 0
+    budget_tokens: int = 0
+    requests_list: list[Request] = field(default_factory=list)
+
+    @property
+    def completion_tokens_to_pay(self) -> int:
+        """Thinking, and answers as long as the stand-in answers sampled (4 characters a
+        token)."""
+        to_pay = len(self.requests_list)
+        mean = self.answer_tokens_sampled / self.answers_sampled if self.answers_sampled else 0
+        return round(to_pay * mean + self.to_pay_thinking)
+
+
+@dataclass
+class Planner:
+    """The stand-in hook's other side: records each request and answers it."""
+
+    stand_in: StandIn
+    rows: dict[tuple[str, str, str], RowTotals] = field(default_factory=dict)
+    # Requests already made by an earlier job of the run: answered from the cache by then.
+    # (The request itself, not its key: keying 350,000 requests would take most of a plan.)
+    seen: set[Request] = field(default_factory=set)
+    # (rule, ledger label, model) -> [characters, tokens] of the prompts counted.
+    counted: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    use_cache: bool = True
+    # False while planning a job whose answers no later job reads: answers are left out.
+    answers_needed: bool = True
+    # Per job being planned: how many times it asked, and the labels it recorded under.
+    runs_in_job: int = 0
+    labels_in_job: set[tuple[str, str, str]] = field(default_factory=set)
+    current_rule: str = ""
+
+    def answer(self, client: Any, requests: Sequence[Request], label: str) -> list[Completion]:
+        self.runs_in_job += 1
+        rule = client.ledger.rule if client.ledger is not None else label
+        completions = []
+        stride = max(1, len(requests) // SAMPLES_PER_BATCH)
+        for position, request in enumerate(requests):
+            row_key = (self.current_rule, rule, request.model)
+            totals = self.rows.setdefault(row_key, RowTotals())
+            self.labels_in_job.add(row_key)
+            chars = sum(len(m.content) for m in request.messages)
+            totals.requests += 1
+            totals.prompt_chars += chars
+            totals.budget_tokens += request.budget
+            sampled = position % stride == 0
+            if sampled:
+                counted = self.counted.setdefault(row_key, [0, 0])
+                counted[0] += chars
+                counted[1] += token_count(request.model, request.message_dicts())
+            key = client.key_for(request) if self.use_cache else ""
+            hit = client.cache.get(key) if self.use_cache else None
+            # A stand-in answer is made where a later job reads it, and for a sample of the
+            # rest (their expected length).
+            text = None
+            if hit is not None:
+                totals.cached += 1
+                text = hit.text
+            elif request in self.seen:
+                totals.answered_earlier += 1
+            else:
+                totals.prompt_chars_to_pay += chars
+                totals.to_pay_thinking += request.reasoning_tokens * THINKING_SHARE
+                totals.requests_list.append(request)
+                if self.answers_needed or sampled:
+                    text = self.stand_in.answer(request)
+                    totals.answers_sampled += 1
+                    totals.answer_tokens_sampled += max(1, len(text) // 4)
+            self.seen.add(request)
+            if not self.answers_needed and hit is None:
+                completions.append(Completion(request=request, key=key, outcome="unparseable",
+                                              error="not answered: no later job reads it"))
+                continue
+            if text is None:
+                text = self.stand_in.answer(request)
+            completions.append(_completion(request, key, text, hit is not None))
+        return completions
+
+    def tokens(self, row_key: tuple[str, str, str], chars: float) -> int:
+        counted_chars, counted_tokens = self.counted.get(row_key, (0, 0))
+        return round(chars * counted_tokens / counted_chars) if counted_chars else 0
+
+
+def _completion(request: Request, key: str, text: str, cached: bool) -> Completion:
+    try:
+        parsed, outcome, error = get_format(request.response_format).parse(text), "ok", ""
+    except UnparseableAnswer as exc:
+        parsed, outcome, error = None, "unparseable", str(exc)
+    return Completion(request=request, key=key, outcome=outcome, text=text, parsed=parsed,
+                      usage=Usage(), cost_usd=None, cached=cached, error=error)
+
+
+@dataclass
+class PlannedRow:
+    """One rule job's requests of one model."""
+
+    rule: str            # the Snakemake rule
+    label: str           # the ledger's rule column (the rule and its wildcards)
+    model: str
+    basis: str           # "exact" or "estimated"
+    requests: int
+    cached: int
+    answered_earlier: int
+    to_pay: int
+    prompt_tokens: int           # of every request (as the ledger counts them)
+    prompt_tokens_to_pay: int
+    completion_tokens_to_pay: int
+    budget_tokens: int
+    to_pay_requests: list[Request] = field(default_factory=list, repr=False)
+
+
+def plan_workflow(workflow: Workflow, stand_in: StandIn, cache: Any = None) -> list[PlannedRow]:
+    """Run every model job (and any job between model jobs) on stand-ins; the rows.
+
+    `cache` (the run's call cache) is looked up only when it holds answers."""
+    planner = Planner(stand_in, use_cache=cache is not None and len(cache) > 0)
+    needed = _jobs_to_plan(workflow)
+    read_later = {n for job in needed for n in job.needs}
+    shadow = Path(tempfile.mkdtemp(prefix="plan-", dir=workflow.workdir))
+    shadowed: set[str] = set()  # outputs that exist only as the plan's stand-ins
+    basis: dict[tuple[str, str, str], str] = {}
+    previous = Path.cwd()
+    os.chdir(workflow.workdir)
+    try:
+        with answered_by(planner):
+            for job in needed:
+                planner.runs_in_job = 0
+                planner.labels_in_job = set()
+                planner.current_rule = job.rule
+                stand_in_inputs = any(str(f) in shadowed for f in job.input)
+                planner.answers_needed = job.index in read_later
+                _execute(job, workflow.config, shadow, shadowed)
+                if job.needs_run:
+                    shadowed.update(str(f) for f in job.output)
+                exact = not stand_in_inputs and planner.runs_in_job <= 1
+                for row_key in planner.labels_in_job:
+                    basis[row_key] = "exact" if exact else "estimated"
+    finally:
+        os.chdir(previous)
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+        shutil.rmtree(shadow, ignore_errors=True)
+    rows = []
+    for (rule, label, model), totals in planner.rows.items():
+        if totals.requests == totals.cached:
+            row_basis = "exact"  # every answer is in the cache already
+        else:
+            row_basis = basis[(rule, label, model)]
+        rows.append(PlannedRow(
+            rule=rule, label=label, model=model, basis=row_basis, requests=totals.requests,
+            cached=totals.cached, answered_earlier=totals.answered_earlier,
+            to_pay=totals.requests - totals.cached - totals.answered_earlier,
+            prompt_tokens=planner.tokens((rule, label, model), totals.prompt_chars),
+            prompt_tokens_to_pay=planner.tokens((rule, label, model),
+                                                totals.prompt_chars_to_pay),
+            completion_tokens_to_pay=totals.completion_tokens_to_pay,
+            budget_tokens=totals.budget_tokens, to_pay_requests=totals.requests_list))
+    return rows
+
+
+def _jobs_to_plan(workflow: Workflow) -> list[PlannedJob]:
+    """Model jobs, and jobs between them (needing a model job's output, needed by one)."""
+    prefix = {job.index for job in workflow.model_free_prefix()}
+    after_model: set[int] = set()
+    for job in workflow.jobs:
+        if job.calls_model or any(n in after_model for n in job.needs):
+            after_model.add(job.index)
+    feeding: set[int] = set()
+    for job in reversed(workflow.jobs):
+        if job.calls_model or job.index in feeding:
+            feeding.update(job.needs)
+    chosen = []
+    for job in workflow.jobs:
+        if job.index in prefix:
+            continue
+        if job.calls_model or (job.index in after_model and job.index in feeding):
+            if job.script is None:
+                raise ValueError(f"plan: rule {job.rule} has no script to plan it by")
+            chosen.append(job)
+    return chosen
+
+
+def _execute(job: PlannedJob, config: dict, shadow: Path, shadowed: set[str]) -> None:
+    """Run the job's script as Snakemake would, its outputs and logs in `shadow`, its inputs
+    from `shadow` where an earlier planned job made them."""
+    from snakemake.iocontainers import Namedlist
+
+    def files(names: Any, where: Any) -> Any:
+        mapped = Namedlist()
+        mapped.extend(where(str(f)) for f in names)
+        mapped._take_names(names._get_names())
+        return mapped
+
+    def into_shadow(path: str) -> str:
+        target = shadow / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return str(target)
+
+    context = _ScriptContext(
+        input=files(job.input, lambda p: str(shadow / p) if p in shadowed else p),
+        output=files(job.output, into_shadow), log=files(job.log, into_shadow),
+        params=job.params, wildcards=job.wildcards, config=config, threads=1,
+        resources=job.resources, rule=job.rule)
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            runpy.run_path(str(job.script), init_globals={"snakemake": context},
+                           run_name="__main__")
+        except Exception as exc:
+            raise RuntimeError(f"plan: rule {job.rule} ({dict(job.wildcards)}) failed on its "
+                               f"stand-in inputs: {type(exc).__name__}: {exc}") from exc
+
+
+@dataclass
+class _ScriptContext:
+    """The attributes of Snakemake's `snakemake` object that the scripts use."""
+
+    input: Any
+    output: Any
+    log: Any
+    params: Any
+    wildcards: Any
+    config: dict
+    threads: int
+    resources: Any
+    rule: str
