@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 WHEELHOUSE ?= $(HOME)/.cache/rubriclab/wheels/llama-cpp-python-$(LLAMA_CPP_VERSION)-avx2
 STAMP := $(VENV)/.installed
 
-.PHONY: reproduce test report dry-run-paper rehearse install clean-outputs
+.PHONY: reproduce test report dry-run-paper plan plan-paper rehearse install clean-outputs
 
 reproduce: $(STAMP)
 	$(VENV)/bin/snakemake --cores $(CORES)
@@ -24,6 +24,17 @@ report: $(STAMP)
 
 dry-run-paper: $(STAMP)
 	$(VENV)/bin/snakemake -n --configfile config/paper.yaml
+
+# Requests, tokens, dollars and hours of a run before any model is called (rubriclab.plan):
+# figures/plan.md and results/plan/plan.csv. PLAN_DATA: a local mirror of the raw data (the
+# plan prepares the data as the run would); empty downloads it from the datasets' sources.
+PLAN_DATA ?= $(or $(RUBRICLAB_DATA_MIRROR),$(wildcard ../shared/data))
+PLAN_ARGS = --cores $(CORES) $(if $(PLAN_DATA),--data-mirror $(PLAN_DATA))
+plan: $(STAMP)
+	$(VENV)/bin/rubriclab plan $(PLAN_ARGS)
+
+plan-paper: $(STAMP)
+	$(VENV)/bin/rubriclab plan --configfile config/paper.yaml $(PLAN_ARGS)
 
 # The paper-scale run through litellm's real HTTP path, offline: every model of
 # config/paper.yaml answered by a loopback server with providers' faults (rubriclab.rehearsal).

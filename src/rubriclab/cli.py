@@ -3,6 +3,8 @@
     rubriclab cache export FILE     every cached answer into one .jsonl.gz file
     rubriclab cache import FILE     add the answers of such a file (existing ones are kept)
     rubriclab cache stats           entries per model
+    rubriclab plan [--configfile F ...] [--config K=V ...] [--data-mirror DIR]
+                                    requests, tokens, dollars and hours of a run, before it
 """
 
 from __future__ import annotations
@@ -30,7 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     actions.add_parser("export", help="write every entry to FILE").add_argument("file", type=Path)
     actions.add_parser("import", help="add the entries of FILE").add_argument("file", type=Path)
     actions.add_parser("stats", help="entries per model")
+    from rubriclab import plan
+
+    plan.add_arguments(commands.add_parser("plan", help="a run's requests, tokens, dollars "
+                                           "and hours, before any model call"))
     args = parser.parse_args(argv)
+    if args.group == "plan":
+        from rubriclab.plan.report import write_plan
+
+        return plan.run(args, write_plan)
 
     with _cache(args) as store:
         if args.action == "export":

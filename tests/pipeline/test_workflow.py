@@ -106,6 +106,39 @@ def test_figure_table_matches_the_verdicts_it_was_computed_from(finished_run):
     assert (workdir / "figures/carry/fig2_checklist_length.pdf").read_bytes()[:5] == b"%PDF-"
 
 
+def test_the_plan_counts_the_runs_requests_and_what_the_cache_already_answers(finished_run,
+                                                                             tmp_path):
+    from rubriclab.llm.ledger import read_ledgers
+    from rubriclab.plan import build_plan
+    from rubriclab.plan.compare import plan_against_ledger
+
+    workdir, config = finished_run
+    ledger = read_ledgers(sorted((workdir / "results" / "ledger").glob("*.jsonl")))
+    defaults = REPO / "config" / "config.yaml"
+    # After the run every answer is cached: the plan replays the run on its own answers, every
+    # row exact, nothing left to pay, and each job's requests are the ledger's.
+    after, _, _ = build_plan(REPO / "Snakefile", workdir, [defaults, config], [], cores=2)
+    assert set(after["basis"]) == {"exact"} and after["to_pay"].sum() == 0
+    both = plan_against_ledger(after, ledger)
+    assert set(both["side"]) == {"both"}
+    assert (both["planned_requests"] == both["made_requests"]).all()
+    # The same config before any call (its own empty cache): the rows rendered from the
+    # prepared data alone are exact and are the ledger's; everything else is to pay.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    before, markdown, _ = build_plan(REPO / "Snakefile", fresh,
+                                     [defaults, write_config(fresh, "fake/hash")], [], cores=2)
+    assert before["cached"].sum() == 0
+    assert (before["to_pay"] + before["answered_earlier"] == before["requests"]).all()
+    exact = plan_against_ledger(before[before["basis"] == "exact"], ledger)
+    exact = exact[exact["side"] == "both"]
+    assert {"carry_fig2_judge", "verify_judge_labels", "transfer_restate"} <= set(exact["rule"])
+    assert (exact["planned_requests"] == exact["made_requests"]).all()
+    assert {"carry_judge", "transfer_judge"} <= set(before.loc[before["basis"] == "estimated",
+                                                               "rule"])
+    assert "| carry_fig2_judge | `fake/hash` | exact |" in markdown
+
+
 def test_manifest_counts_the_prepared_split_and_what_was_left_out(finished_run):
     workdir, _ = finished_run
     manifest = json.loads((workdir / "data/prepared/ragtruth_manifest.json").read_text())

@@ -43,9 +43,18 @@ rule carry_fig2_plot:
         "../scripts/carry_fig2_plot.py"
 
 
+def plan_files(_wildcards):
+    """The plan `rubriclab plan` wrote for a run in this folder, if there is one: the cost
+    report puts the bill beside it (when it was made for this same config)."""
+    made = os.path.exists("results/plan/plan.csv") and os.path.exists("results/plan/plan.json")
+    return {"plan": ["results/plan/plan.csv"] if made else [],
+            "plan_digest": ["results/plan/plan.json"] if made else []}
+
+
 rule cost_report:
     input:
-        ledger_files(),
+        unpack(plan_files),
+        ledgers=ledger_files(),
     output:
         report(
             "figures/cost_report.md",

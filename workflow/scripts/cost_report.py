@@ -1,8 +1,24 @@
+import json
 from pathlib import Path
 
+import pandas as pd
+
 from rubriclab.llm.ledger import cost_report_markdown, read_ledgers, summarize
+from rubriclab.plan.compare import bill_markdown, read_plan
+from rubriclab.plan.report import config_digest
 from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])
-summary = summarize(read_ledgers([Path(p) for p in snakemake.input]))
-Path(snakemake.output[0]).write_text(cost_report_markdown(summary), encoding="utf-8")
+ledger = read_ledgers([Path(p) for p in snakemake.input.ledgers])
+plan, note = None, ""
+if snakemake.input.plan:
+    planned_for = json.loads(Path(snakemake.input.plan_digest[0]).read_text())["config_digest"]
+    if planned_for == config_digest(snakemake.config):
+        plan = read_plan(Path(snakemake.input.plan[0]))
+        note = f"From results/plan/plan.csv, made by `rubriclab plan` for this config ({planned_for})."
+    else:
+        note = (f"results/plan/plan.csv was made for another config ({planned_for}, this run's is "
+                f"{config_digest(snakemake.config)}): run `rubriclab plan` again to compare.")
+Path(snakemake.output[0]).write_text(
+    cost_report_markdown(summarize(ledger)) + "\n" + bill_markdown(plan, ledger, plan_note=note),
+    encoding="utf-8")

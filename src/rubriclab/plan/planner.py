@@ -16,7 +16,6 @@ interventions, the judging of those, the agent's later turns).
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import logging
 import os
@@ -31,6 +30,7 @@ from typing import Any
 from rubriclab.llm.client import answered_by
 from rubriclab.llm.formats import UnparseableAnswer, get_format
 from rubriclab.llm.request import Completion, Request, Usage
+from rubriclab.llm.tokens import prompt_tokens
 
 from .dag import PlannedJob, Workflow
 
@@ -43,18 +43,6 @@ SAMPLES_PER_BATCH = 100
 # (llm.per_model.<model>.reasoning_tokens) on each answer: providers bill thinking as
 # completion tokens, and how much a model thinks is known only once it has.
 THINKING_SHARE = 0.25
-
-
-@functools.cache
-def _litellm() -> Any:
-    from rubriclab.llm.backends import import_litellm
-
-    return import_litellm()
-
-
-def token_count(model: str, messages: list[dict[str, str]]) -> int:
-    """Prompt tokens as litellm counts them for `model` (its tokenizer where litellm has it)."""
-    return int(_litellm().token_counter(model=model, messages=messages))
 
 
 @dataclass
@@ -141,7 +129,7 @@ class Planner:
             if sampled:
                 counted = self.counted.setdefault(row_key, [0, 0])
                 counted[0] += chars
-                counted[1] += token_count(request.model, request.message_dicts())
+                counted[1] += prompt_tokens(request.model, request.message_dicts())
             key = client.key_for(request) if self.use_cache else ""
             hit = client.cache.get(key) if self.use_cache else None
             # A stand-in answer is made where a later job reads it, and for a sample of the

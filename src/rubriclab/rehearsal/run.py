@@ -25,6 +25,11 @@ import pandas as pd
 import yaml
 
 from rubriclab.files import model_slug
+from rubriclab.llm.ledger import read_ledgers
+from rubriclab.plan import build_plan
+from rubriclab.plan.compare import by_rule, comparison_markdown, plan_against_ledger
+from rubriclab.plan.compare import problems as plan_problems
+from rubriclab.plan.report import write_plan
 
 from .server import FaultMix, ReasoningModel, RehearsalServer
 
@@ -199,6 +204,14 @@ def rehearse(configfiles: list[Path], workdir: Path, *, cores: int, data_mirror:
         overlay_path = workdir / "rehearsal_overlay.yaml"
         overlay_path.write_text(yaml.safe_dump(overlay(config, server.url, workdir, data_mirror)))
         env = {**os.environ, **{key: "rehearsal-placeholder" for key in PLACEHOLDER_KEYS}}
+        # The plan first, as a researcher would make it before paying: the rehearsal then
+        # checks the bill against it.
+        plan_started = time.monotonic()
+        planned, plan_md, digest = build_plan(REPO / "Snakefile", workdir,
+                                              [*configfiles, overlay_path], [],
+                                              free_text_share=None, cores=cores)
+        write_plan(planned, plan_md, workdir, digest)
+        plan_s = time.monotonic() - plan_started
         command = snakemake_command([*configfiles, overlay_path], workdir, cores,
                                     snakemake_args or [])
         started = time.monotonic()
@@ -208,7 +221,7 @@ def rehearse(configfiles: list[Path], workdir: Path, *, cores: int, data_mirror:
         wall_s = time.monotonic() - started
         stats = server.stats_dict()
     report: dict[str, Any] = {"wall_s": round(wall_s, 1), "returncode": result.returncode,
-                              "server": stats, "command": command}
+                              "server": stats, "command": command, "plan_s": round(plan_s, 1)}
     if result.returncode != 0:
         tail = (workdir / "rehearsal_snakemake.log").read_text()[-3000:]
         raise RehearsalFailed(f"snakemake exited {result.returncode} after {wall_s:.0f} s; "
@@ -226,14 +239,22 @@ def rehearse(configfiles: list[Path], workdir: Path, *, cores: int, data_mirror:
         problems += [f"{name}: the paper's size is {size}, the run's config says "
                      f"{report['expected'][name]}" for name, size in PAPER_SIZES.items()
                      if report["expected"][name] != size]
+    against = plan_against_ledger(planned, read_ledgers(
+        sorted((workdir / "results" / "ledger").glob("*.jsonl"))))
+    report["plan"] = {"config_digest": digest,
+                      "by_rule": by_rule(against).to_dict(orient="records"),
+                      "problems": plan_problems(against)}
+    problems += report["plan"]["problems"]
     (workdir / "rehearsal_report.json").write_text(json.dumps(report, indent=2, default=str))
-    (workdir / "rehearsal_report.md").write_text(render_report(report, problems))
+    (workdir / "rehearsal_report.md").write_text(render_report(report, problems,
+                                                               comparison_markdown(against)))
     if problems:
-        raise RehearsalFailed("the rehearsal's sizes do not hold:\n  " + "\n  ".join(problems))
+        raise RehearsalFailed("the rehearsal does not hold:\n  " + "\n  ".join(problems))
     return report
 
 
-def render_report(report: Mapping[str, Any], problems: list[str]) -> str:
+def render_report(report: Mapping[str, Any], problems: list[str],
+                  plan_lines: list[str] = ()) -> str:
     ledger, server = report["ledger"], report["server"]
     lines = ["# Rehearsal", "",
              f"Wall time {report['wall_s']:.0f} s; {sum(server['requests'].values())} requests "
@@ -248,7 +269,11 @@ def render_report(report: Mapping[str, Any], problems: list[str]) -> str:
               "as cut off by their budget.",
               f"Faults served: {server['faults']}; answers cut off by their budget: "
               f"{server['cut_off']}.", ""]
-    lines += ["Sizes hold." if not problems else "Sizes that do not hold:"]
+    if plan_lines:
+        lines += [f"The plan, made before the run in {report.get('plan_s', 0):.0f} s "
+                  "(`rubriclab plan`, rehearsal answers), beside the ledger:", "", *plan_lines,
+                  ""]
+    lines += ["Sizes and plan hold." if not problems else "What does not hold:"]
     lines += [f"- {p}" for p in problems]
     return "\n".join(lines) + "\n"
 

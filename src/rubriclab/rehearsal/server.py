@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from rubriclab.llm.tokens import prompt_tokens
+
 from .answers import answer
 
 EFFORT_THINKING = {"minimal": 64, "low": 256, "medium": 512, "high": 1024}
@@ -206,7 +208,7 @@ class RehearsalServer:
         with self._lock:
             self.stats.formats[response_format] += 1
         completion = (answer_tokens if finish == "stop" else budget - thinking) + thinking
-        prompt_tokens = max(1, sum(len(m["content"]) for m in request["messages"]) // 4)
+        prompt_tokens = prompt_token_count(wire, request)
         return 200, _reply(wire, request["model"], text, finish, prompt_tokens, completion,
                            thinking), {}
 
@@ -250,6 +252,18 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
+
+
+# The model string litellm's token counter takes for the model a wire names (an Anthropic
+# model counts with Anthropic's tokenizer only under its provider's prefix).
+_COUNTER_PREFIX = {"anthropic": "anthropic/", "gemini": "gemini/"}
+
+
+def prompt_token_count(wire: str, request: dict) -> int:
+    """Prompt tokens as litellm counts them for the model: the count `rubriclab plan` plans
+    with, as a provider counts with its own tokenizer."""
+    return max(1, prompt_tokens(_COUNTER_PREFIX.get(wire, "") + request["model"],
+                                request["messages"]))
 
 
 def _read_request(wire: str, body: dict, gemini_model: str) -> dict:
