@@ -224,3 +224,26 @@ def test_batch_for_a_provider_litellm_cannot_batch_is_refused_before_any_call(tm
         with pytest.raises(BatchNotSupported):
             client.run([Request.chat(model, [{"role": "user", "content": "hi"}])])
     assert (tmp_path / "l.jsonl").read_text() == ""
+
+
+def test_a_refused_submission_falls_back_and_a_failing_poll_does_not(tmp_path, server,
+                                                                    monkeypatch):
+    def refuse_upload(path, headers, raw):
+        return 400, {"error": {"message": "rehearsal: file refused", "type": "invalid_request"}}
+
+    with monkeypatch.context() as patch:
+        patch.setattr(server.batches, "post", refuse_upload)
+        with LLMClient(config(tmp_path / "refused", server)) as client:
+            answers = client.run(questions())
+    assert all(a.outcome == "ok" and not a.batch for a in answers)  # asked as ordinary calls
+    assert server.stats.requests["openai"] == 4
+
+    server.batches.hold = True
+    original_get = server.batches.get
+    with monkeypatch.context() as patch:
+        patch.setattr(server.batches, "get", lambda path: (
+            (404, {"error": {"message": "gone"}}) if "/batches/" in path else original_get(path)))
+        with LLMClient(config(tmp_path / "polled", server)) as client:
+            answers = client.run(questions(), raise_on_failure=False)
+    assert all(a.outcome == "failed" and "rerun collects it" in a.error for a in answers)
+    assert server.stats.requests["openai"] == 4  # submitted, so never paid for again here

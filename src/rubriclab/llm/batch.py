@@ -161,10 +161,23 @@ class BatchRunner:
         try:
             job = await self._submitted(model, key, requests, settings)
             batch = await self._wait(job, settings)
+            return await self._results(job, batch, requests, settings)
         except _GaveUp as exc:
             return {k: BatchOutcome(None, str(exc), exc.batch_id, running=exc.running)
                     for k in requests}
-        return await self._results(job, batch, requests, settings)
+        except Exception as exc:  # noqa: BLE001 - reported per request, like a failed call
+            stored = self.store.get(key)
+            # Submitted and not known to have ended: the provider may still answer it, so
+            # the requests must not be paid for again elsewhere; a rerun polls it.
+            running = bool(stored and stored.batch_id and stored.status not in UNFINISHED
+                           and stored.status != "collected")
+            error = (f"batch of {model} for {len(requests)} requests: "
+                     f"{type(exc).__name__}: {exc}")
+            if running:
+                error += f" (batch {stored.batch_id} is stored, so a rerun collects it)"
+            log.warning("%s", error)
+            return {k: BatchOutcome(None, error, stored.batch_id if stored else None,
+                                    running=running) for k in requests}
 
     # --- submission ----------------------------------------------------------------------
 
