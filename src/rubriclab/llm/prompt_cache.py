@@ -58,11 +58,16 @@ def _serialized(request: Request) -> str:
 
 
 def _common_length(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    # Binary search over slice comparisons (done in C): a few dozen of them per pair instead
+    # of one Python step per shared character.
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _cut(request: Request, common: int) -> int:
