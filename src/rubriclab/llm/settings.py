@@ -40,7 +40,7 @@ class ModelSettings:
     # (rubriclab.llm.batch.BATCH_PROVIDERS). The batch is polled every `batch_poll_s` for at
     # most `batch_max_wait_s` per run; a batch still running then stays stored and a rerun
     # collects it. Requests a failed or expired batch did not answer are asked as ordinary
-    # calls (`batch_fallback: call`) or counted as failed (`fail`); never cached either way.
+    # calls (`batch_fallback: call`; cached only if they parse) or counted as failed (`fail`).
     batch: bool = False
     batch_poll_s: float = 60.0
     batch_max_wait_s: float = 26 * 3600.0
