@@ -38,6 +38,8 @@ class RawAnswer:
     completion_tokens: int
     cost_usd: float | None
     finish_reason: str = "stop"
+    cache_read_tokens: int = 0   # of prompt_tokens: read from the provider's prompt cache
+    cache_write_tokens: int = 0  # of prompt_tokens: written to it
 
 
 class AnswerCutOff(RuntimeError):
@@ -166,12 +168,15 @@ class Backends:
         choice = response.choices[0]
         text = choice.message.content or ""
         usage = getattr(response, "usage", None)
+        read, written = prompt_cache_tokens(usage)
         return RawAnswer(
             text=text,
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cost_usd=cost,
             finish_reason=str(getattr(choice, "finish_reason", None) or "stop"),
+            cache_read_tokens=read,
+            cache_write_tokens=written,
         )
 
     def _cost(self, model: str, response: Any) -> float | None:
@@ -190,6 +195,23 @@ class Backends:
             return float(self.litellm.completion_cost(completion_response=response))
         except Exception:  # unknown price: reported as such, never as $0
             return None
+
+
+def prompt_cache_tokens(usage: Any) -> tuple[int, int]:
+    """(read, written) prompt-cache tokens of a usage (litellm's object or a usage dict):
+    Anthropic's cache_read_input_tokens / cache_creation_input_tokens, else OpenAI's, Gemini's
+    and DeepSeek's prompt_tokens_details.cached_tokens (they write no cache one pays for)."""
+    def field(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    if usage is None:
+        return 0, 0
+    written = int(field(usage, "cache_creation_input_tokens") or 0)
+    read = field(usage, "cache_read_input_tokens")
+    if read is None:
+        details = field(usage, "prompt_tokens_details")
+        read = field(details, "cached_tokens") if details is not None else 0
+    return int(read or 0), written
 
 
 def _approx_tokens(content: Any) -> int:

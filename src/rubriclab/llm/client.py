@@ -22,10 +22,12 @@ from dataclasses import replace
 from typing import Protocol
 
 from .backends import AnswerCutOff, Backends, RawAnswer, is_retryable
+from .batch import BatchOutcome, BatchRunner, check_batch_settings
 from .cache import CacheBackend, SQLiteCache, make_answer
 from .formats import UnparseableAnswer, get_format
 from .ledger import Ledger
 from .progress import Progress
+from .prompt_cache import cache_marked_messages, cacheable_prefixes, min_cacheable_tokens
 from .request import Completion, Request, Usage, cache_key
 from .settings import LLMConfig, ModelSettings
 
@@ -72,8 +74,12 @@ class LLMClient:
         self.ledger = ledger
         self.cache = cache if cache is not None else SQLiteCache(config.cache_path)
         self.backends = Backends(config)
+        self.batches = BatchRunner(config)
+        # key -> characters of its shared prefix marked cacheable, for the run under way.
+        self._cache_marks: dict[str, int] = {}
 
     def close(self) -> None:
+        self.batches.close()
         if self.ledger is not None:
             self.ledger.close()
         close = getattr(self.cache, "close", None)
@@ -141,6 +147,15 @@ class LLMClient:
 
         for model in sorted({requests[i].model for i in misses}):
             self.backends.check_api_key(model)
+            check_batch_settings(model, self.config.settings_for(model), f"model {model!r}")
+        batched: dict[str, list[int]] = defaultdict(list)
+        for i in misses:
+            if self.config.settings_for(requests[i].model).batch:
+                batched[requests[i].model].append(i)
+        in_batch = {i for indices in batched.values() for i in indices}
+        self._cache_marks = self._prompt_cache_marks(
+            [requests[i] for i in misses if i not in in_batch],
+            [keys[i] for i in misses if i not in in_batch])
 
         progress = Progress(label, len(requests), len(requests) - len(misses),
                             interval_s=self.config.progress_interval_s)
@@ -162,10 +177,75 @@ class LLMClient:
             self._record(completion)
             progress.advance()
 
+        async def answer_batch(model: str, indices: list[int]) -> None:
+            unique = {keys[i]: requests[i] for i in indices}
+            outcomes = await self.batches.run(model, unique)
+
+            async def settle(i: int) -> None:
+                async with limits[model]:
+                    results[i] = await self._settle(requests[i], keys[i], outcomes[keys[i]])
+                self._record(results[i])
+                progress.advance()
+
+            await asyncio.gather(*(settle(i) for i in indices))
+
         # Tasks start in request order and semaphores are FIFO, so a model limited to one
         # call at a time answers in that order (consecutive checks of one item share a prefix).
-        await asyncio.gather(*(answer(i) for i in misses))
+        await asyncio.gather(*(answer(i) for i in misses if i not in in_batch),
+                             *(answer_batch(m, indices) for m, indices in batched.items()))
         return [r for r in results if r is not None]
+
+    def _prompt_cache_marks(self, requests: list[Request], keys: list[str]) -> dict[str, int]:
+        """Shared prefixes to mark cacheable, by key: of the models whose provider caches only
+        what is marked, where the prefix is long enough (`rubriclab.llm.prompt_cache`)."""
+        marking = [i for i, r in enumerate(requests)
+                   if self.config.settings_for(r.model).prompt_cache
+                   and min_cacheable_tokens(r.model) is not None]
+        if not marking:
+            return {}
+        chosen = cacheable_prefixes([requests[i] for i in marking])
+        return {keys[i]: chars for i, chars in zip(marking, chosen) if chars}
+
+    def _messages_for(self, request: Request, key: str) -> list[dict]:
+        """The messages as sent: with the shared prefix marked cacheable where it qualifies.
+        Transport only; the key was made from the request as it is."""
+        marked = self._cache_marks.get(key)
+        return cache_marked_messages(request, marked) if marked else request.message_dicts()
+
+    async def _settle(self, request: Request, key: str, outcome: BatchOutcome) -> Completion:
+        """A completion from what a batch gave one request: its answer (parsed, re-asked as
+        ordinary calls if it does not parse), else an ordinary call or a failure."""
+        hit = self.cache.get(key)
+        if hit is not None:  # answered meanwhile (a duplicate request, another job)
+            return self._from_cache(request, key, hit.text, hit.prompt_tokens,
+                                    hit.completion_tokens, hit.cost_usd)
+        answer = outcome.answer
+        if answer is not None and _usable(request, answer):
+            return replace(await self._call(request, key, prior=answer), batch=True)
+        error = outcome.error or (f"batch {outcome.batch_id}: the answer was cut off at its "
+                                  "budget or empty")
+        settings = self.config.settings_for(request.model)
+        if outcome.running or settings.batch_fallback == "fail":
+            log.warning("request to %s failed: %s", request.model, error)
+            spent = answer or RawAnswer("", 0, 0, 0.0)
+            return Completion(request=request, key=key, outcome="failed",
+                              usage=Usage(spent.prompt_tokens, spent.completion_tokens,
+                                          spent.cache_read_tokens, spent.cache_write_tokens),
+                              cost_usd=spent.cost_usd, attempts=int(answer is not None),
+                              error=error, batch=True)
+        log.info("%s; asking it as an ordinary call", error)
+        completion = await self._call(request, key)
+        if answer is None:
+            return completion
+        # What the batch's unusable answer cost is part of what this request cost.
+        usage = completion.usage
+        cost = (None if completion.cost_usd is None or answer.cost_usd is None
+                else completion.cost_usd + answer.cost_usd)
+        return replace(completion, attempts=completion.attempts + 1, cost_usd=cost, batch=True,
+                       usage=Usage(usage.prompt_tokens + answer.prompt_tokens,
+                                   usage.completion_tokens + answer.completion_tokens,
+                                   usage.cache_read_tokens + answer.cache_read_tokens,
+                                   usage.cache_write_tokens + answer.cache_write_tokens))
 
     def _from_cache(self, request: Request, key: str, text: str, prompt_tokens: int,
                     completion_tokens: int, cost: float | None) -> Completion:
@@ -182,24 +262,32 @@ class LLMClient:
         if self.ledger is not None:
             self.ledger.record(completion)
 
-    async def _call(self, request: Request, key: str) -> Completion:
+    async def _call(self, request: Request, key: str, prior: RawAnswer | None = None
+                    ) -> Completion:
+        """Ask until an answer parses (then cache it) or the re-asks are spent. `prior`: an
+        answer already paid for (a batch's), parsed first as if it were the first attempt."""
         settings = self.config.settings_for(request.model)
         fmt = get_format(request.response_format)
-        messages = request.message_dicts()
+        messages = self._messages_for(request, key)
         started = time.monotonic()
         attempts = reasks = doublings = prompt_tokens = completion_tokens = 0
+        cache_read = cache_write = 0
         cost: float | None = 0.0
         text = error = ""
         sent = request
         while True:
             try:
-                raw, used = await self._attempt(sent, messages, settings)
+                raw, used = ((prior, 1) if prior is not None
+                             else await self._attempt(sent, messages, settings))
+                prior = None
             except _AttemptsExhausted as exhausted:
                 if isinstance(exhausted.cause, AnswerCutOff):
                     attempts += exhausted.attempts
                     cut = exhausted.cause.answer
                     prompt_tokens += cut.prompt_tokens
                     completion_tokens += cut.completion_tokens
+                    cache_read += cut.cache_read_tokens
+                    cache_write += cut.cache_write_tokens
                     cost = None if cost is None or cut.cost_usd is None else cost + cut.cost_usd
                     if doublings < settings.budget_doublings:
                         doublings += 1
@@ -214,20 +302,22 @@ class LLMClient:
                     error = f"AnswerCutOff: {exhausted.cause}"
                     log.warning("answer of %s unusable: %s", request.model, error)
                     return Completion(request=request, key=key, outcome="unparseable", text="",
-                                      usage=Usage(prompt_tokens, completion_tokens),
+                                      usage=Usage(prompt_tokens, completion_tokens, cache_read, cache_write),
                                       cost_usd=cost, latency_s=time.monotonic() - started,
                                       attempts=attempts, reasks=reasks, error=error)
                 attempts += exhausted.attempts
                 error = f"{type(exhausted.cause).__name__}: {exhausted.cause}"
                 log.warning("request to %s failed: %s", request.model, error)
                 return Completion(request=request, key=key, outcome="failed", text=text,
-                                  usage=Usage(prompt_tokens, completion_tokens), cost_usd=cost,
+                                  usage=Usage(prompt_tokens, completion_tokens, cache_read, cache_write), cost_usd=cost,
                                   latency_s=time.monotonic() - started, attempts=attempts,
                                   reasks=reasks, error=error)
             attempts += used
             text = raw.text
             prompt_tokens += raw.prompt_tokens
             completion_tokens += raw.completion_tokens
+            cache_read += raw.cache_read_tokens
+            cache_write += raw.cache_write_tokens
             cost = None if cost is None or raw.cost_usd is None else cost + raw.cost_usd
             try:
                 parsed = fmt.parse(text)
@@ -235,7 +325,7 @@ class LLMClient:
                 error = str(exc)
                 if reasks >= settings.max_reasks:
                     return Completion(request=request, key=key, outcome="unparseable",
-                                      text=text, usage=Usage(prompt_tokens, completion_tokens),
+                                      text=text, usage=Usage(prompt_tokens, completion_tokens, cache_read, cache_write),
                                       cost_usd=cost, latency_s=time.monotonic() - started,
                                       attempts=attempts, reasks=reasks, error=error)
                 reasks += 1
@@ -244,11 +334,11 @@ class LLMClient:
                 continue
             self.cache.put(make_answer(key, request, text, prompt_tokens, completion_tokens, cost))
             return Completion(request=request, key=key, outcome="ok", text=text, parsed=parsed,
-                              usage=Usage(prompt_tokens, completion_tokens), cost_usd=cost,
+                              usage=Usage(prompt_tokens, completion_tokens, cache_read, cache_write), cost_usd=cost,
                               latency_s=time.monotonic() - started, attempts=attempts,
                               reasks=reasks)
 
-    async def _attempt(self, request: Request, messages: list[dict[str, str]],
+    async def _attempt(self, request: Request, messages: list[dict],
                        settings: ModelSettings) -> tuple[RawAnswer, int]:
         """One answer, retrying transient failures with exponential backoff and jitter."""
         for attempt in range(settings.num_retries + 1):
@@ -262,3 +352,11 @@ class LLMClient:
                 log.info("retrying %s in %.2fs after %s", request.model, delay, type(exc).__name__)
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
+
+
+def _usable(request: Request, answer: RawAnswer) -> bool:
+    """As for an ordinary call (Backends.complete): an empty answer, or a structured one cut
+    off at its budget, is not an answer to parse."""
+    if not answer.text.strip():
+        return False
+    return answer.finish_reason != "length" or get_format(request.response_format).free_text

@@ -14,8 +14,11 @@ from .request import Completion
 
 LEDGER_COLUMNS = [
     "rule", "model", "key", "cached", "outcome", "prompt_tokens", "completion_tokens",
-    "cost_usd", "latency_s", "attempts", "reasks", "error",
+    "cost_usd", "latency_s", "attempts", "reasks", "error", "batch", "cache_read_tokens",
+    "cache_write_tokens",
 ]
+# Columns added later, with the value a ledger written before them means.
+_LATER_COLUMNS = {"batch": False, "cache_read_tokens": 0, "cache_write_tokens": 0}
 
 
 @dataclass
@@ -46,6 +49,9 @@ class Ledger:
             "attempts": completion.attempts,
             "reasks": completion.reasks,
             "error": completion.error,
+            "batch": completion.batch,
+            "cache_read_tokens": completion.usage.cache_read_tokens,
+            "cache_write_tokens": completion.usage.cache_write_tokens,
         }
         self._fh.write(json.dumps(row) + "\n")
         self._fh.flush()
@@ -65,7 +71,8 @@ def read_ledgers(paths: list[Path]) -> pd.DataFrame:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError as exc:
                     raise ValueError(f"{path}, line {line_no}: not a ledger row ({exc})") from exc
-    return pd.DataFrame(rows, columns=LEDGER_COLUMNS)
+    frame = pd.DataFrame(rows, columns=LEDGER_COLUMNS)
+    return frame.fillna(_LATER_COLUMNS).infer_objects()
 
 
 def summarize(ledger: pd.DataFrame) -> pd.DataFrame:
@@ -78,6 +85,9 @@ def summarize(ledger: pd.DataFrame) -> pd.DataFrame:
     df["uncached"] = ~df["cached"].astype(bool)
     df["spent_prompt_tokens"] = df["prompt_tokens"].where(df["uncached"], 0)
     df["spent_completion_tokens"] = df["completion_tokens"].where(df["uncached"], 0)
+    df["spent_cache_read_tokens"] = df["cache_read_tokens"].where(df["uncached"], 0)
+    df["spent_cache_write_tokens"] = df["cache_write_tokens"].where(df["uncached"], 0)
+    df["batch_call"] = df["uncached"] & df["batch"].astype(bool)
     df["spent_cost"] = df["cost_usd"].where(df["uncached"], 0.0)
     df["saved_cost"] = df["cost_usd"].where(~df["uncached"], 0.0)
     df["cost_unknown"] = df["uncached"] & df["cost_usd"].isna()
@@ -91,6 +101,9 @@ def summarize(ledger: pd.DataFrame) -> pd.DataFrame:
         "reasks": grouped["reasks"].sum().astype(int),
         "prompt_tokens": grouped["spent_prompt_tokens"].sum().astype(int),
         "completion_tokens": grouped["spent_completion_tokens"].sum().astype(int),
+        "batch_calls": grouped["batch_call"].sum().astype(int),
+        "cache_read_tokens": grouped["spent_cache_read_tokens"].sum().astype(int),
+        "cache_write_tokens": grouped["spent_cache_write_tokens"].sum().astype(int),
         "cost_usd": grouped["spent_cost"].sum(min_count=0),
         "cost_unknown_calls": grouped["cost_unknown"].sum().astype(int),
         "cached_cost_usd": grouped["saved_cost"].sum(min_count=0),
@@ -110,10 +123,14 @@ def cost_report_markdown(summary: pd.DataFrame) -> str:
         "reached a model in the run that wrote those results; cache hits cost nothing.",
         "Tokens and cost count uncached calls only; `cost of cached` is what the cached answers",
         "cost when first paid for. Costs come from litellm's price map (local models cost $0).",
+        "`batch` counts uncached calls answered through the provider's batch API (priced at its",
+        "batch rates); `prompt cache read / written` are the prompt tokens the provider read",
+        "from or wrote to its prompt cache (priced at its cache rates).",
         "",
         "| rule | model | requests | cache hits | uncached | unparseable | failed | re-asks |"
-        " prompt tokens | completion tokens | cost | cost of cached |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " prompt tokens | completion tokens | cost | cost of cached | batch |"
+        " prompt cache read / written |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in summary.itertuples(index=False):
         cost = _fmt_cost(row.cost_usd)
@@ -123,15 +140,18 @@ def cost_report_markdown(summary: pd.DataFrame) -> str:
             f"| {row.rule} | `{row.model}` | {row.requests} | {row.cache_hits} |"
             f" {row.uncached_calls} | {row.unparseable} | {row.failed} | {row.reasks} |"
             f" {row.prompt_tokens:,} | {row.completion_tokens:,} | {cost} |"
-            f" {_fmt_cost(row.cached_cost_usd)} |"
+            f" {_fmt_cost(row.cached_cost_usd)} | {row.batch_calls} |"
+            f" {row.cache_read_tokens:,} / {row.cache_write_tokens:,} |"
         )
     totals = summary[["requests", "cache_hits", "uncached_calls", "unparseable", "failed",
-                      "reasks", "prompt_tokens", "completion_tokens"]].sum()
+                      "reasks", "prompt_tokens", "completion_tokens", "batch_calls",
+                      "cache_read_tokens", "cache_write_tokens"]].sum()
     lines.append(
         f"| **total** | | {totals.requests} | {totals.cache_hits} | {totals.uncached_calls} |"
         f" {totals.unparseable} | {totals.failed} | {totals.reasks} | {totals.prompt_tokens:,} |"
         f" {totals.completion_tokens:,} | {_fmt_cost(summary['cost_usd'].sum())} |"
-        f" {_fmt_cost(summary['cached_cost_usd'].sum())} |"
+        f" {_fmt_cost(summary['cached_cost_usd'].sum())} | {totals.batch_calls} |"
+        f" {totals.cache_read_tokens:,} / {totals.cache_write_tokens:,} |"
     )
     lines.append("")
     return "\n".join(lines)

@@ -100,8 +100,13 @@ def cache_key(request: Request, model_fingerprint: str) -> str:
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens of a call. `prompt_tokens` counts all prompt tokens; of them, `cache_read_tokens`
+    were read from and `cache_write_tokens` written to the provider's prompt cache."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -130,3 +135,4 @@ class Completion:
     attempts: int = 0
     reasks: int = 0
     error: str = ""
+    batch: bool = False  # answered (at first) through the provider's batch API

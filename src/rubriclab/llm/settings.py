@@ -35,6 +35,19 @@ class ModelSettings:
     # An answer cut off by its budget (finish_reason "length") is asked again with twice the
     # budget, at most this many times, then counted as failed; it is never parsed.
     budget_doublings: int = 2
+    # Cache misses of this model go to the provider's batch API (half price, answers within the
+    # provider's 24-hour window); only for providers whose batches litellm creates
+    # (rubriclab.llm.batch.BATCH_PROVIDERS). The batch is polled every `batch_poll_s` for at
+    # most `batch_max_wait_s` per run; a batch still running then stays stored and a rerun
+    # collects it. Requests a failed or expired batch did not answer are asked as ordinary
+    # calls (`batch_fallback: call`; cached only if they parse) or counted as failed (`fail`).
+    batch: bool = False
+    batch_poll_s: float = 60.0
+    batch_max_wait_s: float = 26 * 3600.0
+    batch_fallback: str = "call"
+    # Mark the prefix a request shares with others of its batch cacheable where the provider
+    # caches only what is marked (Anthropic); transport only, never part of the key.
+    prompt_cache: bool = True
 
 
 @dataclass(frozen=True)
@@ -99,10 +112,17 @@ class LLMConfig:
             return replace(base, **values)
 
         defaults = settings(ModelSettings(), raw.get("defaults") or {}, "llm.defaults")
+        if defaults.batch:
+            raise ValueError("llm.defaults: batch: true is set per model (llm.per_model.<model>."
+                             "batch), for models whose provider has a batch API")
         per_model = {
             model: settings(defaults, values or {}, f"llm.per_model[{model!r}]")
             for model, values in (raw.get("per_model") or {}).items()
         }
+        from .batch import check_batch_settings
+
+        for model, model_settings in per_model.items():
+            check_batch_settings(model, model_settings, f"llm.per_model[{model!r}]")
         roles: dict[str, dict[str | None, RoleSettings]] = {}
         for role, values in (raw.get("roles") or {}).items():
             values = dict(values or {})

@@ -12,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from rubriclab.llm.pricing import is_free, is_priced, price, provider_of
+from rubriclab.llm.batch import BATCH_PROVIDERS
+from rubriclab.llm.pricing import is_free, price, provider_of
 from rubriclab.llm.prompt_cache import cacheable_prefixes, min_cacheable_tokens
 from rubriclab.llm.settings import LLMConfig
 
@@ -91,7 +92,8 @@ def plan_table(rows: Sequence[PlannedRow], llm: LLMConfig) -> pd.DataFrame:
             completion_tokens_to_pay=completion, cache_qualifying=caching.qualifying,
             cache_write_tokens=caching.write_tokens, cache_read_tokens=caching.read_tokens,
             cost_usd=_price(row.model, prompt, completion),
-            batch_cost_usd=_price(row.model, prompt, completion, batch=True),
+            batch_cost_usd=_price(row.model, prompt, completion, batch=True)
+            if provider_of(row.model) in BATCH_PROVIDERS else math.nan,
             prompt_cached_cost_usd=_price(row.model, prompt, completion,
                                           cache_read_tokens=caching.read_tokens,
                                           cache_write_tokens=caching.write_tokens),
@@ -140,8 +142,8 @@ def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
                   llm: LLMConfig, free_text_share: float | None) -> str:
     summary = by_rule_and_model(table)
     paid = summary[summary["to_pay"] > 0]
-    batch_capable = {m for m in table["model"] if not is_free(m) and is_priced(m, batch=True)
-                     and provider_of(m) in {"openai", "anthropic"}}
+    batch_capable = {m for m in table["model"]
+                     if not is_free(m) and provider_of(m) in BATCH_PROVIDERS}
     lines = [
         f"# Plan: {config_name}",
         "",
@@ -154,7 +156,8 @@ def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
            if free_text_share is not None else ", the rehearsal's own answers.")
         + " Prompt tokens: litellm's counter for the model. Dollars: litellm's price map; "
         "unknown where it has no price (never $0). Batch: the provider's batch API "
-        "(`llm.per_model.<model>.batch: true`), n/a where it has none. Prompt caching: "
+        "(`llm.per_model.<model>.batch: true`), n/a where litellm cannot submit one "
+        f"(it can for: {', '.join(sorted(BATCH_PROVIDERS))}). Prompt caching: "
         "Anthropic prefixes long enough to cache, marked by the model layer. Hours at the "
         f"configured concurrency, {SECONDS_PER_REQUEST:g} s a request plus "
         f"{COMPLETION_TOKENS_PER_S:g} completion tokens a second.",

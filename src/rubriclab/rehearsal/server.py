@@ -7,12 +7,16 @@ It speaks the three wire formats litellm sends for paper.yaml's model strings:
     POST .../v1/messages                  Anthropic's messages API (anthropic/)
     POST .../models/<model>:generateContent   Google AI Studio's (gemini/)
 
-and answers every request format of the pipeline (rubriclab.rehearsal.answers), with what real
+plus OpenAI's file and batch endpoints (rubriclab.rehearsal.batches), and answers every
+request format of the pipeline (rubriclab.rehearsal.answers), with what real
 providers do now and then (`FaultMix`): latency, 429 with Retry-After, 5xx, a hang past the
 client's timeout, answers in markdown fences, truncated JSON and refusals. Reasoning models
 spend part of the completion budget thinking: a budget too small for the thinking and the
 answer comes back empty with finish_reason "length" (Anthropic refuses a thinking budget not
-below max_tokens, as its API does). It binds 127.0.0.1 only.
+below max_tokens, as its API does). Anthropic's prompt cache is played too: a prefix marked
+with cache_control, at least `min_cacheable_tokens` long, is written on
+first sight and read afterwards, and the usage says so (cache_creation_input_tokens,
+cache_read_input_tokens). It binds 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from rubriclab.llm.tokens import prompt_tokens
+from rubriclab.llm.tokens import prompt_tokens as prompt_tokens_of
 
 from .answers import answer
+from .batches import OpenAIBatches
 
 EFFORT_THINKING = {"minimal": 64, "low": 256, "medium": 512, "high": 1024}
 REFUSAL = "I'm sorry, but I can't help with that request."
@@ -75,8 +80,12 @@ class Stats:
 
 class RehearsalServer:
     def __init__(self, *, faults: FaultMix = FaultMix(), seed: int = 0,
-                 reasoning: dict[str, ReasoningModel] | None = None, port: int = 0):
+                 reasoning: dict[str, ReasoningModel] | None = None, port: int = 0,
+                 min_cacheable_tokens: int = 1024):
         self.faults = faults
+        self.batches = OpenAIBatches(self.handle)
+        self.min_cacheable_tokens = min_cacheable_tokens
+        self._prompt_cache: set[tuple[str, str]] = set()  # (model, marked prefix) written
         self.reasoning = reasoning or {}
         self.stats = Stats()
         self.bodies: list[tuple[str, dict]] = []  # (path, body) of every request, for tests
@@ -95,13 +104,19 @@ class RehearsalServer:
             def do_GET(self) -> None:
                 if self.path == "/stats":
                     self.reply(200, server.stats_dict())
+                elif server.batches.serves(self.path):
+                    self.reply(*server.batches.get(self.path))
                 else:
                     self.reply(404, {"error": {"message": f"no such path {self.path}"}})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                if server.batches.serves(self.path):
+                    self.reply(*server.batches.post(self.path, self.headers, raw))
+                    return
                 try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
+                    body = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
                     self.reply(400, {"error": {"message": "body is not JSON"}})
                     return
@@ -111,11 +126,14 @@ class RehearsalServer:
                     return
                 self.reply(status, payload, headers)
 
-            def reply(self, status: int, payload: dict, headers: dict | None = None) -> None:
-                data = json.dumps(payload).encode()
+            def reply(self, status: int, payload: dict | bytes,
+                      headers: dict | None = None) -> None:
+                raw = isinstance(payload, bytes)
+                data = payload if raw else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", "application/octet-stream" if raw
+                                     else "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     for name, value in (headers or {}).items():
                         self.send_header(name, value)
@@ -150,6 +168,7 @@ class RehearsalServer:
         with self._lock:
             return {"requests": dict(self.stats.requests), "faults": dict(self.stats.faults),
                     "formats": dict(self.stats.formats), "cut_off": self.stats.cut_off,
+                    "batch_calls": dict(self.batches.calls),
                     "fault_mix": asdict(self.faults)}
 
     # --- one request ---------------------------------------------------------------------
@@ -209,8 +228,22 @@ class RehearsalServer:
             self.stats.formats[response_format] += 1
         completion = (answer_tokens if finish == "stop" else budget - thinking) + thinking
         prompt_tokens = prompt_token_count(wire, request)
+        cache_read = cache_write = 0
+        marked = _marked_prefix(body) if wire == "anthropic" else None
+        # The marked prefix's tokens, by the same counter as the prompt's.
+        marked_tokens = 0 if marked is None else min(prompt_tokens, prompt_tokens_of(
+            _COUNTER_PREFIX.get(wire, "") + request["model"],
+            [{"role": "user", "content": marked}]))
+        if marked is not None and marked_tokens >= self.min_cacheable_tokens:
+            with self._lock:
+                seen = (request["model"], marked) in self._prompt_cache
+                self._prompt_cache.add((request["model"], marked))
+            if seen:
+                cache_read = marked_tokens
+            else:
+                cache_write = marked_tokens
         return 200, _reply(wire, request["model"], text, finish, prompt_tokens, completion,
-                           thinking), {}
+                           thinking, cache_read, cache_write), {}
 
     def _fault(self, draw: float) -> str:
         mix, edge = self.faults, 0.0
@@ -262,8 +295,8 @@ _COUNTER_PREFIX = {"anthropic": "anthropic/", "gemini": "gemini/"}
 def prompt_token_count(wire: str, request: dict) -> int:
     """Prompt tokens as litellm counts them for the model: the count `rubriclab plan` plans
     with, as a provider counts with its own tokenizer."""
-    return max(1, prompt_tokens(_COUNTER_PREFIX.get(wire, "") + request["model"],
-                                request["messages"]))
+    return max(1, prompt_tokens_of(_COUNTER_PREFIX.get(wire, "") + request["model"],
+                                   request["messages"]))
 
 
 def _read_request(wire: str, body: dict, gemini_model: str) -> dict:
@@ -301,6 +334,26 @@ def _read_request(wire: str, body: dict, gemini_model: str) -> dict:
                 effort=None, thinking_budget=budget, temperature=config.get("temperature"))
 
 
+def _marked_prefix(body: dict) -> str | None:
+    """The text of an Anthropic request up to and including its last cache_control block."""
+    blocks: list[dict] = []
+    system = body.get("system")
+    if isinstance(system, list):
+        blocks += [b for b in system if isinstance(b, dict)]
+    elif system:
+        blocks.append({"text": system})
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, list):
+            blocks += [b for b in content if isinstance(b, dict)]
+        else:
+            blocks.append({"text": content or ""})
+    marked = [i for i, b in enumerate(blocks) if b.get("cache_control")]
+    if not marked:
+        return None
+    return "".join(b.get("text", "") for b in blocks[:marked[-1] + 1])
+
+
 def _refused(wire: str, request: dict) -> tuple[int, dict, dict] | None:
     """The requests a provider refuses outright, as its API does."""
     if wire == "anthropic":
@@ -332,7 +385,8 @@ def _error(wire: str, status: int, message: str,
 
 
 def _reply(wire: str, model: str, text: str, finish: str, prompt_tokens: int,
-           completion_tokens: int, thinking: int) -> dict:
+           completion_tokens: int, thinking: int, cache_read: int = 0,
+           cache_write: int = 0) -> dict:
     if wire == "anthropic":
         content = ([{"type": "thinking", "thinking": "(rehearsal thinking)",
                      "signature": "rehearsal"}] if thinking else [])
@@ -341,7 +395,11 @@ def _reply(wire: str, model: str, text: str, finish: str, prompt_tokens: int,
         return {"id": "msg_rehearsal", "type": "message", "role": "assistant", "model": model,
                 "content": content, "stop_reason": "max_tokens" if finish == "length"
                 else "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens}}
+                # Anthropic's input_tokens leave out the tokens read from or written to cache.
+                "usage": {"input_tokens": prompt_tokens - cache_read - cache_write,
+                          "output_tokens": completion_tokens,
+                          "cache_creation_input_tokens": cache_write,
+                          "cache_read_input_tokens": cache_read}}
     if wire == "gemini":
         parts = ([{"text": "(rehearsal thinking)", "thought": True}] if thinking else [])
         if text:
