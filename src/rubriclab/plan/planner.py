@@ -60,9 +60,10 @@ class StandIn:
     free_text_share: float | None = None
 
     def answer(self, request: Request) -> str:
-        from rubriclab.rehearsal.answers import answer
+        from rubriclab.rehearsal.answers import answer, served_name
 
-        _, text = answer(request.message_dicts(), request.model, 0)
+        # As the rehearsal server answers it the first time it is asked.
+        _, text = answer(request.message_dicts(), served_name(request.model), 0)
         if self.free_text_share is not None and get_format(request.response_format).free_text:
             words = max(1, int(request.max_tokens * self.free_text_share * 0.75))
             filler = ("The answer goes on to explain the point in plain words, as a careful "

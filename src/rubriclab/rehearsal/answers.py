@@ -73,6 +73,12 @@ def infer_format(messages: list[dict[str, str]]) -> str:
     return "transfer_response"  # responses, degraded responses and edits: free text
 
 
+def served_name(model: str) -> str:
+    """The model name the server sees for a pipeline model string: litellm sends every
+    provider the rehearsal speaks the string without its provider prefix."""
+    return model.split("/", 1)[1] if "/" in model else model
+
+
 def answer(messages: list[dict[str, str]], model: str, nth: int) -> tuple[str, str]:
     """(format, answer text) for the `nth` asking (0, 1, ...) of these messages to `model`.
 
