@@ -78,6 +78,17 @@ def test_the_defaults_are_those_snakemakes_validator_fills(repo, schema, embedde
     assert len(ours) > len(config) or name != "sparse"
 
 
+def test_a_hub_source_must_pin_a_commit(schema, embedded):
+    embedded["datasets"]["summedits"]["hub"] = {"name": "someone/summedits", "revision": "main",
+                                                "split": "test"}
+    with pytest.raises(ConfigError, match=r"config key 'datasets.summedits.hub.revision': 'main' "
+                                          r"does not match"):
+        validate_config(embedded, schema)
+    embedded["datasets"]["summedits"]["hub"]["revision"] = "ab" * 20
+    assert validate_config(embedded, schema)["datasets"]["summedits"]["hub"]["revision"] == "ab" * 20
+    assert validate_config(embedded, schema)["datasets"]["ragtruth"]["hub"] is None
+
+
 def test_an_unknown_key_is_named(schema, embedded):
     embedded["carry"]["fig2"]["runz"] = 3
     with pytest.raises(ConfigError, match=r"config key 'carry.fig2'.*'runz' was unexpected"):
