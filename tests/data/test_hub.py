@@ -113,6 +113,8 @@ def test_a_local_folder_in_the_hub_layout_drops_in_by_its_path(tmp_path):
     ({"name": "someone/summedits", "revision": "main", "split": "test"}, r"\.revision': 'main' is not a 40-digit commit"),
     ({"name": "json", "revision": COMMIT, "split": "train", "data_files": ["x"]}, r"\.revision': 'json' is not on the Hub"),
     ({"name": "json", "split": "train"}, r"\.data_files': the json builder reads"),
+    ({"name": "json", "split": ["a", "b"], "data_files": {"a": "x"}},
+     r"\.data_files': no files for split\(s\) \['b'\]"),
 ])
 def test_a_source_that_cannot_be_loaded_as_written_is_named(source, message):
     with pytest.raises(ValueError, match=r"config key 'datasets.summedits.hub" + message):

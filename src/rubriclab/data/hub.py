@@ -31,6 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rubriclab.data.download import DownloadError
+from rubriclab.data.healthbench import load_healthbench_tables
+from rubriclab.data.ragtruth import load_ragtruth_tables
+from rubriclab.data.summedits import load_summedits_tables
 
 FILE_BUILDERS = ("json", "csv", "parquet")
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -74,9 +77,15 @@ def check_source(source: dict, key: str) -> None:
     elif revision is not None:
         raise ValueError(f"config key '{key}.revision': {name!r} is not on the Hub (a file "
                          "builder or a local folder), so it has no revision; leave it null")
-    if name in FILE_BUILDERS and not source.get("data_files"):
+    data_files = source.get("data_files")
+    if name in FILE_BUILDERS and not data_files:
         raise ValueError(f"config key '{key}.data_files': the {name} builder reads the files "
                          "named there; none are")
+    if isinstance(data_files, dict):
+        unnamed = [split for split in splits_of(source) if split not in data_files]
+        if unnamed:
+            raise ValueError(f"config key '{key}.data_files': no files for split(s) {unnamed}; "
+                             f"it names {sorted(data_files)}")
 
 
 def splits_of(source: dict) -> list[str]:
@@ -114,19 +123,11 @@ def _data_files(source: dict, split: str):
     load_dataset would otherwise cast every split to the first one's columns, and RAGTruth's
     responses and sources tables have different columns."""
     data_files = source.get("data_files")
-    if isinstance(data_files, dict):
-        if split not in data_files:
-            raise ValueError(f"data_files names no files for split {split!r}: {sorted(data_files)}")
-        return {split: data_files[split]}
-    return data_files
+    return {split: data_files[split]} if isinstance(data_files, dict) else data_files
 
 
 def load_items(dataset: str, source: dict, *, cache_dir: str | Path | None = None):
     """The item table of `dataset` (summedits, ragtruth or healthbench) from `source`."""
-    from rubriclab.data.healthbench import load_healthbench_tables
-    from rubriclab.data.ragtruth import load_ragtruth_tables
-    from rubriclab.data.summedits import load_summedits_tables
-
     loaders = {"summedits": load_summedits_tables, "ragtruth": load_ragtruth_tables,
                "healthbench": load_healthbench_tables}
     if dataset not in loaders:

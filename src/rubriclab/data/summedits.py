@@ -56,8 +56,8 @@ def _items(sources) -> pd.DataFrame:
 def _row_domain(row: object, path, line: int) -> str:
     domain = row.get("domain") if isinstance(row, dict) else None
     if not isinstance(domain, str) or not domain:
-        raise DataFormatError(path, line, "field 'domain' must be a non-empty string (a table "
-                                          f"without domain files names each row's), got {domain!r:.60}")
+        raise DataFormatError(path, line, "field 'domain' must be a non-empty string (rows not "
+                                          f"read from a domain file name their own), got {domain!r:.60}")
     return domain
 
 
