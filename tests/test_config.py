@@ -50,6 +50,45 @@ def test_a_bad_value_is_named_by_its_key(schema, embedded, path, value, named):
     assert f"config key '{named}'" in str(error.value)
 
 
+def test_every_violation_is_one_line_naming_its_key(schema, embedded):
+    embedded["carry"]["fig2"]["runs"] = "two"
+    embedded["verify"]["trials"] = 0
+    with pytest.raises(ConfigError) as error:
+        validate_config(embedded, schema)
+    lines = str(error.value).splitlines()
+    assert lines[1:] == ["  config key 'carry.fig2.runs': 'two' is not of type 'integer'",
+                         "  config key 'verify.trials': 0 is less than the minimum of 1"]
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "paper.yaml", "sparse"])
+def test_the_defaults_are_those_snakemakes_validator_fills(repo, schema, embedded, name):
+    """validate_config stands beside snakemake.utils.validate(set_default=True) for its error
+    messages only (see rubriclab.config): the completed configs are the same."""
+    from snakemake.utils import validate
+
+    if name == "sparse":  # every optional section left to the schema
+        config = {key: embedded[key] for key in ("models", "datasets")}
+        config["carry"] = {"fig2": {}}
+    else:
+        config = load_yaml(repo / "config" / name)
+    theirs = copy.deepcopy(config)
+    validate(theirs, str(repo / "workflow/schemas/config.schema.yaml"), set_default=True)
+    ours = validate_config(config, schema)
+    assert ours == theirs
+    assert len(ours) > len(config) or name != "sparse"
+
+
+def test_a_hub_source_must_pin_a_commit(schema, embedded):
+    embedded["datasets"]["summedits"]["hub"] = {"name": "someone/summedits", "revision": "main",
+                                                "split": "test"}
+    with pytest.raises(ConfigError, match=r"config key 'datasets.summedits.hub.revision': 'main' "
+                                          r"does not match"):
+        validate_config(embedded, schema)
+    embedded["datasets"]["summedits"]["hub"]["revision"] = "ab" * 20
+    assert validate_config(embedded, schema)["datasets"]["summedits"]["hub"]["revision"] == "ab" * 20
+    assert validate_config(embedded, schema)["datasets"]["ragtruth"]["hub"] is None
+
+
 def test_an_unknown_key_is_named(schema, embedded):
     embedded["carry"]["fig2"]["runz"] = 3
     with pytest.raises(ConfigError, match=r"config key 'carry.fig2'.*'runz' was unexpected"):

@@ -18,6 +18,14 @@ class ConfigError(ValueError):
     pass
 
 
+# Why not snakemake.utils.validate(config, schema, set_default=True): it fills the same
+# defaults (tests/test_config.py checks both on the shipped configs), but it stops at the first
+# violation and reports it as jsonschema's full message, the offending sub-schema printed
+# whole; it takes the schema as a path relative to the calling Snakefile and mutates the
+# config in place, sharing the schema's default objects with it. Here every violation (up to
+# ten) is one line naming its key, the schema is a dict, and the config is a fresh deep copy.
+# Defaults are filled only into objects: Snakemake's would call setdefault on a null section
+# whose properties have defaults (the schema avoids those, see hub_source).
 def _with_defaults(validator_class: type) -> type:
     validate_properties = validator_class.VALIDATORS["properties"]
 

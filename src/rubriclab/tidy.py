@@ -44,10 +44,19 @@ def ensure_unique(rows: pd.DataFrame, keys: list[str], what: str) -> None:
                      f"{differing or 'nothing'}); narrow the selection")
 
 
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return lines
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """A pipe table (pandas' to_markdown, through tabulate) as a list of lines.
+
+    Every cell is shown as str(cell), exactly: numbers are formatted by the caller, and
+    tabulate's number parsing is off so that "0.10" stays "0.10".
+    """
+    header = [str(name) for name in header]
+    cells = [[str(cell) for cell in row] for row in rows]
+    for number, row in enumerate(cells, start=1):
+        if len(row) != len(header):
+            raise ValueError(f"table row {number} has {len(row)} cells for {len(header)} columns")
+    frame = pd.DataFrame(cells, columns=range(len(header)), dtype=object)
+    return frame.to_markdown(index=False, headers=header, disable_numparse=True).split("\n")
 
 
 def write_table(markdown: str, frame: pd.DataFrame, out_md: Path, out_csv: Path) -> None:

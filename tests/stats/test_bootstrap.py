@@ -3,6 +3,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import mstats
 
 from rubriclab.stats import (
     BOOTSTRAP_COLUMNS,
@@ -30,11 +31,9 @@ def hand_rolled_draws(n_units, B, seed):
 
 
 def linear_percentile(values, q):
-    """Percentile by linear interpolation between order statistics (numpy's default)."""
-    ordered = sorted(values)
-    position = q * (len(ordered) - 1)
-    below, above = math.floor(position), math.ceil(position)
-    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
+    """Percentile by linear interpolation between order statistics (numpy's default, Hyndman
+    and Fan's type 7), from scipy's own quantile code rather than numpy's."""
+    return float(mstats.mquantiles(values, [q], alphap=1, betap=1)[0])
 
 
 def test_every_statistic_sees_the_same_draw_in_each_replicate():

@@ -5,7 +5,6 @@ import pandas as pd
 import pytest
 
 from rubriclab.transfer.baselines import (
-    average_ranks,
     cosine_similarity_matrix,
     degradation_drop,
     discrimination_rate,
@@ -106,10 +105,6 @@ def test_embedding_matching_refuses_zero_vectors():
 
 
 # --- rank statistics ----------------------------------------------------------------------
-
-def test_average_ranks_share_ties():
-    assert average_ranks([0.3, 0.1, 0.3, 0.2]).tolist() == [3.5, 1.0, 3.5, 2.0]
-
 
 def test_spearman_by_hand():
     # no ties: ranks [1,2,3,4] vs [1,3,2,4], sum d^2 = 2, rho = 1 - 6*2/(4*15) = 0.8

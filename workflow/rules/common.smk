@@ -8,6 +8,7 @@ from rubriclab.carry.prompts import template_fingerprint as judge_prompt_fingerp
 from rubriclab.transfer.prompts import template_fingerprint as transfer_prompt_fingerprint
 from rubriclab.config import apply_env_overrides, load_yaml, validate_config
 from rubriclab.data.download import dataset_files
+from rubriclab.data.hub import check_source as check_hub_source
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.files import model_slug, tree_fingerprint
 
@@ -30,7 +31,16 @@ TABLE1_EXAMPLE = str(files("rubriclab") / "resources" / "carry" / "table1_exampl
 # model it is about to call, before its first call, and names the missing variable.
 
 
+# A dataset read from Hugging Face (datasets.<name>.hub) fetches no raw files: its prepare job
+# loads it by name. The source is checked here, before the first job.
+for _name, _settings in config["datasets"].items():
+    if _settings["hub"]:
+        check_hub_source(_settings["hub"], f"datasets.{_name}.hub")
+
+
 def raw_files(dataset):
+    if config["datasets"][dataset]["hub"]:
+        return []
     names = config["datasets"][dataset]["files"]
     return [spec["name"] for spec in dataset_files(dataset, names)]
 
@@ -39,6 +49,8 @@ def healthbench_files(role):
     """Raw HealthBench files by role. Top-up files are read only under the top_up policy, and
     only from a mirror, the one place they exist (see the schema)."""
     settings = config["datasets"]["healthbench"]
+    if role == "item_files" and settings["hub"]:
+        return []
     if role == "top_up_files" and (settings["short_theme"] != "top_up" or not config["data_mirror"]):
         return []
     return [f"data/raw/healthbench/{name}" for name in settings[role]]

@@ -8,7 +8,12 @@ from rubriclab.runtime import configure_logging
 configure_logging(snakemake.log[0])
 loaders = {"summedits": load_summedits, "ragtruth": load_ragtruth}
 settings = snakemake.params.settings
-items = loaders[snakemake.wildcards.dataset]([Path(p) for p in snakemake.input])
+if settings["hub"]:
+    from rubriclab.data.hub import load_items
+
+    items = load_items(snakemake.wildcards.dataset, settings["hub"])
+else:
+    items = loaders[snakemake.wildcards.dataset]([Path(p) for p in snakemake.input])
 prepared, left_out, manifest = prepare(
     items,
     seed=settings["seed"],

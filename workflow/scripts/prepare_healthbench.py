@@ -6,7 +6,12 @@ from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])
 settings = snakemake.params.settings
-items = load_healthbench(snakemake.input.item_files)
+if settings["hub"]:
+    from rubriclab.data.hub import load_items
+
+    items = load_items("healthbench", settings["hub"])
+else:
+    items = load_healthbench(snakemake.input.item_files)
 top_up = pd.concat([load_srh_partial(p) for p in snakemake.input.top_up]) if snakemake.input.top_up else None
 sample, left_out, manifest = sample_by_theme(
     items,

@@ -12,14 +12,16 @@ class DataFormatError(ValueError):
     """A malformed row in a data file, located by file and 1-based line.
 
     ``str(error)`` reads like ``"data/x.jsonl, line 17: field 'label' must be 0 or 1, got 'x'"``.
-    ``line`` may be None for problems that concern a whole file.
+    ``line`` may be None for problems that concern a whole file. A source that is not a file
+    (a split of a Hugging Face dataset, rubriclab.data.hub.HubSplit) names its own unit: "row".
     """
 
     def __init__(self, path: str | Path, line: int | None, message: str):
         self.path = str(path)
         self.line = line
         self.message = message
-        where = self.path if line is None else f"{self.path}, line {line}"
+        unit = getattr(path, "unit", "line")
+        where = self.path if line is None else f"{self.path}, {unit} {line}"
         super().__init__(f"{where}: {message}")
 
 

@@ -101,11 +101,17 @@ def load_healthbench(paths: Iterable[str | Path]) -> pd.DataFrame:
     A prompt_id seen before (in an earlier file or line) is dropped and recorded in
     ``items.attrs["duplicates"]``; see the module docstring.
     """
+    return load_healthbench_tables((path, iter_json_lines(path)) for path in map(Path, paths))
+
+
+def load_healthbench_tables(tables) -> pd.DataFrame:
+    """``load_healthbench`` on already decoded tables: (source, [(row number, row)]), e.g. the
+    splits of a Hugging Face dataset in the original item schema (rubriclab.data.hub)."""
     records: list[dict] = []
     duplicates: list[dict] = []
     first_seen: dict[str, tuple[str, int]] = {}
-    for path in map(Path, paths):
-        for line, row in iter_json_lines(path):
+    for path, rows in tables:
+        for line, row in rows:
             record = full_item_record(row, path, line)
             prompt_id = record["prompt_id"]
             if prompt_id in first_seen:

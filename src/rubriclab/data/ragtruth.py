@@ -44,7 +44,14 @@ def load_ragtruth(paths: list[Path]) -> pd.DataFrame:
     Sources files are only used to look up the task of their responses files. Malformed rows,
     unknown sources and duplicate item ids raise DataFormatError naming file and line.
     """
-    files = [(Path(path), *read_rows_and_format(Path(path))) for path in paths]
+    return load_ragtruth_tables((Path(path), list(iter_json_lines(Path(path)))) for path in paths)
+
+
+def load_ragtruth_tables(tables) -> pd.DataFrame:
+    """``load_ragtruth`` on already decoded tables: (source, [(row number, row)]), e.g. the
+    splits of a Hugging Face dataset (rubriclab.data.hub.load_tables) in the derived or the
+    original format (a responses table and its sources table)."""
+    files = [(path, table_format(path, rows), rows) for path, rows in tables]
     derived_sources: dict[tuple[str, str], tuple[str, Path, int]] = {}
     original_sources: dict[str, tuple[str, str, Path, int]] = {}
     for path, kind, rows in files:
@@ -72,8 +79,13 @@ def load_ragtruth(paths: list[Path]) -> pd.DataFrame:
 
 def read_rows_and_format(path: Path) -> tuple[str | None, list[tuple[int, object]]]:
     rows = list(iter_json_lines(path))
+    return table_format(path, rows), rows
+
+
+def table_format(path, rows: list[tuple[int, object]]) -> str | None:
+    """Which of the formats `rows` are in, from the fields of the first row (None: no rows)."""
     if not rows:
-        return None, rows
+        return None
     line, first = rows[0]
     fields = set(first) if isinstance(first, dict) else set()
     if {"source_id", "source", "responses"} <= fields:
@@ -88,7 +100,7 @@ def read_rows_and_format(path: Path) -> tuple[str | None, list[tuple[int, object
         kind = ORIGINAL_RESPONSES
     else:
         raise DataFormatError(path, line, f"not a known RAGTruth format (fields {sorted(fields)})")
-    return kind, rows
+    return kind
 
 
 def task_text(task_type: str, question: str | None, context: str | dict) -> str:

@@ -30,15 +30,35 @@ def load_summedits(paths: list[Path]) -> pd.DataFrame:
 
     Malformed rows raise DataFormatError naming the file and the line where the row starts.
     """
+    return _items((path, domain_from_file_name(path), iter_rows(path)) for path in map(Path, paths))
+
+
+def load_summedits_tables(tables, domain: str | None = None) -> pd.DataFrame:
+    """One row per SummEdits row of already decoded tables: (source, [(row number, row)]).
+
+    For a Hugging Face dataset (rubriclab.data.hub.load_tables): rows in the schema of the
+    domain files, each with a ``domain`` field unless ``domain`` names the one domain of all.
+    """
+    return _items((source, domain, rows) for source, rows in tables)
+
+
+def _items(sources) -> pd.DataFrame:
     records = []
     first_seen: dict[str, tuple[str, int]] = {}
-    for path in map(Path, paths):
-        domain = domain_from_file_name(path)
-        for line, row in iter_rows(path):
-            record = item_record(row, domain, path, line)
+    for path, domain, rows in sources:
+        for line, row in rows:
+            record = item_record(row, domain or _row_domain(row, path, line), path, line)
             ensure_unique(record["item_id"], path, line, first_seen)
             records.append(record)
     return pd.DataFrame.from_records(records, columns=COLUMNS)
+
+
+def _row_domain(row: object, path, line: int) -> str:
+    domain = row.get("domain") if isinstance(row, dict) else None
+    if not isinstance(domain, str) or not domain:
+        raise DataFormatError(path, line, "field 'domain' must be a non-empty string (rows not "
+                                          f"read from a domain file name their own), got {domain!r:.60}")
+    return domain
 
 
 def domain_from_file_name(path: Path) -> str:

@@ -36,6 +36,7 @@ from scipy.stats import rankdata
 
 from rubriclab.stats import prevalence
 from rubriclab.stats.bootstrap import percentile_rows
+from rubriclab.tidy import markdown_table
 
 RESULT_COLUMNS = ["family", "world", "size", "method", "truth", "replicates", "coverage",
                   "coverage_mc", "undefined", "coverage_defined", "mean_width", "width_mc",
@@ -460,7 +461,7 @@ def cell_markdown(table: pd.DataFrame, family: str) -> str:
         header += [f"{name} coverage", f"{name} width"]
     if family == "verify":
         header += ["no interval (RG / PPI)"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows = []
     for (size, world), cell in part.groupby(["size", "world"], sort=False):
         by_method = {row.method: row for row in cell.itertuples(index=False)}
         values = [world, size]
@@ -471,8 +472,8 @@ def cell_markdown(table: pd.DataFrame, family: str) -> str:
             rg = by_method.get("lang_reiczigel", next(iter(by_method.values())))
             ppi = by_method.get("ppi", rg)
             values.append(f"{rg.undefined:.3f} / {ppi.undefined:.3f}")
-        lines.append("| " + " | ".join(values) + " |")
-    return "\n".join(lines) + "\n"
+        rows.append(values)
+    return "\n".join(markdown_table(header, rows)) + "\n"
 
 
 def summary_markdown(table: pd.DataFrame, floor: float = 0.93) -> str:
@@ -488,16 +489,15 @@ def summary_markdown(table: pd.DataFrame, floor: float = 0.93) -> str:
             keys = ["method", "size"]
         elif family == "carry":
             keys = ["method", "size"]
-        lines += [f"### {family}", "",
-                  "| " + " | ".join(keys) + " | cells | mean coverage | cells below "
-                  f"{floor:.2f} | lowest cell | mean coverage with an interval | mean width |",
-                  "|" + "---|" * (len(keys) + 6)]
+        header = [*keys, "cells", "mean coverage", f"cells below {floor:.2f}", "lowest cell",
+                  "mean coverage with an interval", "mean width"]
+        rows = []
         for key, group in part.groupby(keys, sort=False):
             key = key if isinstance(key, tuple) else (key,)
-            names = [METHOD_NAMES.get(str(k), str(k)) for k in key]
-            lines.append(
-                "| " + " | ".join(names) + f" | {len(group)} | {group.coverage.mean():.3f} |"
-                f" {(group.coverage < floor).mean():.2f} | {group.coverage.min():.3f} |"
-                f" {group.coverage_defined.mean():.3f} | {group.mean_width.mean():.3f} |")
+            rows.append([*(METHOD_NAMES.get(str(k), str(k)) for k in key), len(group),
+                         f"{group.coverage.mean():.3f}", f"{(group.coverage < floor).mean():.2f}",
+                         f"{group.coverage.min():.3f}", f"{group.coverage_defined.mean():.3f}",
+                         f"{group.mean_width.mean():.3f}"])
+        lines += [f"### {family}", "", *markdown_table(header, rows)]
         lines.append("")
     return "\n".join(lines)

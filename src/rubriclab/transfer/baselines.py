@@ -12,8 +12,10 @@ Every baseline is a mean over examples (Appendix D preamble); the *_records func
 the per-example values that Algorithm 4 resamples, and `mean_statistic` turns one column
 into a bootstrap statistic.
 
-scipy is not a dependency of rubriclab, so ranks, Spearman rho and Kendall tau-b are
-written here (tau-b is scipy.stats.kendalltau's default variant; tested by hand).
+Spearman rho and Kendall tau-b are scipy's (scipy.stats.spearmanr, scipy.stats.kendalltau with
+variant "b"). A constant score vector has no ranking to correlate: the two functions return NaN
+for it themselves, before scipy is asked (scipy would warn and return NaN), and panel_records
+leaves such an example out and counts it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from rubriclab.stats.bootstrap import Statistic
 
@@ -168,17 +171,12 @@ def pass_fractions(verdicts: pd.DataFrame, by: Sequence[str]) -> pd.Series:
     return verdicts.groupby(by, sort=False)["passed"].mean()
 
 
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """Ranks 1..n with ties given the mean of the ranks they span."""
-    return pd.Series(np.asarray(values, dtype=np.float64)).rank(method="average").to_numpy()
-
-
 def spearman_rho(x: np.ndarray, y: np.ndarray) -> float:
     """corr(rank(x), rank(y)), ties averaged (Algorithm 3 line 8); NaN if x or y is constant."""
     x, y = _paired(x, y)
     if _is_constant(x) or _is_constant(y):
         return math.nan
-    return float(np.corrcoef(average_ranks(x), average_ranks(y))[0, 1])
+    return float(stats.spearmanr(x, y).statistic)
 
 
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
@@ -188,11 +186,9 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
     tied in x and n_y the pairs not tied in y (a pair tied in both is in neither).
     """
     x, y = _paired(x, y)
-    sign_x, sign_y = _pair_signs(x), _pair_signs(y)
-    untied_x, untied_y = np.count_nonzero(sign_x), np.count_nonzero(sign_y)
-    if untied_x == 0 or untied_y == 0:
+    if _is_constant(x) or _is_constant(y):
         return math.nan
-    return float(np.sum(sign_x * sign_y) / math.sqrt(untied_x * untied_y))
+    return float(stats.kendalltau(x, y, variant="b").statistic)
 
 
 def top1_consistency(generated: np.ndarray, expert: np.ndarray) -> float:
