@@ -29,11 +29,11 @@ def test_an_exact_row_must_match_to_the_request():
 
 
 def test_an_estimated_rule_may_be_off_by_ten_percent_and_tokens_by_five():
-    plan = plan_rows(("chain", "chain[a]", "m", "estimated", 50, 5000, 0.1),
-                     ("chain", "chain[b]", "m", "estimated", 50, 5000, 0.1))
-    near = ledger_rows("chain[a]", "m", 52, 100) + ledger_rows("chain[b]", "m", 52, 96)
+    plan = plan_rows(("chain", "chain[a]", "m", "estimated", 50, 50_000, 0.1),
+                     ("chain", "chain[b]", "m", "estimated", 50, 50_000, 0.1))
+    near = ledger_rows("chain[a]", "m", 52, 1000) + ledger_rows("chain[b]", "m", 52, 960)
     assert problems(plan_against_ledger(plan, pd.DataFrame(near))) == []
-    far = ledger_rows("chain[a]", "m", 60, 100) + ledger_rows("chain[b]", "m", 56, 100)
+    far = ledger_rows("chain[a]", "m", 60, 1000) + ledger_rows("chain[b]", "m", 56, 1000)
     found = problems(plan_against_ledger(plan, pd.DataFrame(far)))
     assert any("116 requests made, 100 estimated (+16.0%)" in p for p in found)
     assert any("prompt tokens" in p and "+16.0%" in p for p in found)
@@ -41,10 +41,17 @@ def test_an_estimated_rule_may_be_off_by_ten_percent_and_tokens_by_five():
     assert table.loc[0, "requests_off"] == 0.16
 
 
+def test_a_few_requests_of_a_small_estimated_rule_are_within_its_slack():
+    plan = plan_rows(("reply", "reply", "m", "estimated", 24, 7000, 0.1))
+    assert problems(plan_against_ledger(plan, pd.DataFrame(ledger_rows("reply", "m", 16, 300)))) == []
+    assert problems(plan_against_ledger(plan, pd.DataFrame(ledger_rows("reply", "m", 40, 300))))
+
+
 def test_a_request_the_plan_did_not_foresee_is_named():
     plan = plan_rows(("judge", "judge[a]", "m", "exact", 2, 200, 0.1))
-    ledger = pd.DataFrame(ledger_rows("judge[a]", "m", 2, 100) + ledger_rows("other[x]", "m", 3, 10))
-    assert any("other[x] (m): 3 requests the plan did not foresee" in p
+    ledger = pd.DataFrame(ledger_rows("judge[a]", "m", 2, 100)
+                          + ledger_rows("other[x]", "m", 30, 10))
+    assert any("other[x] (m): 30 requests the plan did not foresee" in p
                for p in problems(plan_against_ledger(plan, ledger)))
 
 
