@@ -172,3 +172,19 @@ def test_entries_stored_before_fingerprints_were_recorded_are_exported_with_thei
         "fake/hash": "fake-v1", "openai/x": "", "local/some.gguf": "gguf-sha256:abc"}
     with SQLiteCache(tmp_path / "new.sqlite") as cache:
         assert cache.import_from(tmp_path / "x.jsonl.gz").added == 3
+
+
+def test_an_entry_keyed_before_numbers_were_normalised_is_exported_once_canonically(tmp_path):
+    from rubriclab.llm.request import _key, cache_key
+    import dataclasses
+
+    request = ask("q")
+    payload = dataclasses.asdict(request)
+    payload["temperature"] = 0
+    with SQLiteCache(tmp_path / "c.sqlite") as cache:
+        cache.put(make_answer(_key(payload, "fake-v1"), request, "Yes", 1, 1, 0.0))
+        # the same entry, stored again under its canonical key when a run found it
+        cache.put(make_answer(cache_key(request, "fake-v1"), request, "Yes", 1, 1, 0.0, "fake-v1"))
+        assert cache.export_to(tmp_path / "x.jsonl.gz") == 1
+    header, row = read_lines(tmp_path / "x.jsonl.gz")
+    assert row["key"] == cache_key(request, "fake-v1") and header["rows"] == 1

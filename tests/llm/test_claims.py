@@ -8,7 +8,6 @@ import sys
 import time
 
 from rubriclab.llm import LLMClient, LLMConfig, ModelSettings, Request
-from rubriclab.llm.backends import import_litellm
 from rubriclab.llm.cache import SQLiteCache, make_answer
 
 from .openai_stub import ScriptedOpenAIServer
@@ -25,24 +24,26 @@ def same_requests(cache_dir, api_base, n, go, out):
     requests = [Request.chat("openai/stub-model", [{"role": "user", "content": f"q{i}"}],
                              response_format="yes_no", max_tokens=4) for i in range(n)]
     with LLMClient(LLMConfig(cache_dir=cache_dir, defaults=settings)) as client:
-        go.wait(timeout=60)
+        client.backends.litellm  # set up before the start, so that both start together
+        go.wait(timeout=120)
         answers = client.run(requests)
     out.put({"cached": sum(a.cached for a in answers), "texts": [a.text for a in answers]})
 
 
 def test_two_processes_making_the_same_50_requests_pay_50(tmp_path):
-    import_litellm()  # imported once here; the forked processes inherit it
-    fork = multiprocessing.get_context("fork")
-    go, out = fork.Event(), fork.Queue()
-    server = ScriptedOpenAIServer([], then="Yes", delay_s=0.02)  # listening, not yet serving
-    workers = [fork.Process(target=same_requests,
-                            args=(tmp_path / "cache", server.api_base, 50, go, out))
-               for _ in range(2)]
-    for worker in workers:
-        worker.start()
-    with server:
+    # Processes forked from a fresh single-threaded server that has imported litellm once:
+    # they start at once (no import each) and inherit no thread of this test process.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["rubriclab.llm", "litellm"])
+    go, out = context.Event(), context.Queue()
+    with ScriptedOpenAIServer([], then="Yes", delay_s=0.02) as server:
+        workers = [context.Process(target=same_requests,
+                                   args=(tmp_path / "cache", server.api_base, 50, go, out))
+                   for _ in range(2)]
+        for worker in workers:
+            worker.start()
         go.set()
-        outs = [out.get(timeout=60) for _ in workers]
+        outs = [out.get(timeout=120) for _ in workers]
         for worker in workers:
             worker.join(timeout=30)
         calls = len(server.requests)

@@ -254,6 +254,7 @@ class SQLiteCache:
         row_sums = hashlib.sha256()
         models: dict[str, Counter] = defaultdict(Counter)
         unverified: Counter = Counter()
+        written: set[str] = set()
         count = 0
         with self._transaction(), gzip.open(rows_tmp, "wt", encoding="utf-8") as out:
             for stored in self._db.execute(f"SELECT {_COLUMNS} FROM answers ORDER BY key"):
@@ -263,7 +264,11 @@ class SQLiteCache:
                     unverified[answer.model] += 1
                     continue
                 request, fingerprint = resolved
-                row = {"key": cache_key(request, fingerprint), "model": answer.model,
+                key = cache_key(request, fingerprint)
+                if key in written:  # an entry keyed before normalisation, stored again since
+                    continue
+                written.add(key)
+                row = {"key": key, "model": answer.model,
                        "model_fingerprint": fingerprint, "request": asdict(request),
                        "text": answer.text, "prompt_tokens": answer.prompt_tokens,
                        "completion_tokens": answer.completion_tokens,
@@ -277,8 +282,9 @@ class SQLiteCache:
             rows_tmp.unlink()
             named = ", ".join(f"{n} of {m!r}" for m, n in sorted(unverified.items()))
             raise ValueError(
-                f"{self.path}: {sum(unverified.values())} entries ({named}) were stored before "
-                "fingerprints were recorded, and no known fingerprint reproduces their keys; "
+                f"{self.path}: no known fingerprint reproduces the keys of "
+                f"{sum(unverified.values())} entries ({named}), stored before fingerprints were "
+                "recorded; "
                 "name the fingerprint of their model (rubriclab cache export --fingerprint "
                 "MODEL=FINGERPRINT) or leave them out of the export by deleting them")
         header = {
