@@ -1,7 +1,9 @@
 """`rubriclab` command line: manage the model-call cache outside the pipeline.
 
-    rubriclab cache export FILE     every cached answer into one .jsonl.gz file
-    rubriclab cache import FILE     add the answers of such a file (existing ones are kept)
+    rubriclab cache export FILE     every cached answer into one .jsonl.gz file, each with the
+                                    request and model fingerprint its key is computed from
+    rubriclab cache import FILE     add the answers of such a file, all or none: every key and
+                                    checksum is recomputed, every field checked
     rubriclab cache stats           entries per model
     rubriclab plan [--configfile F ...] [--config K=V ...] [--data-mirror DIR]
                                     requests, tokens, dollars and hours of a run, before it
@@ -21,6 +23,29 @@ def _cache(args: argparse.Namespace) -> SQLiteCache:
     return SQLiteCache(LLMConfig.from_dict({}, cache_dir=args.cache_dir).cache_path)
 
 
+def _fingerprints(store: SQLiteCache, declared: list[str]) -> dict[str, str]:
+    """Fingerprints for entries stored before fingerprints were recorded: those named on the
+    command line, and those of fake and embedded models, which this machine can compute."""
+    from rubriclab.llm.backends import Backends
+
+    named = {}
+    for item in declared:
+        model, sep, fingerprint = item.partition("=")
+        if not sep or not model:
+            raise SystemExit(f"rubriclab: --fingerprint takes MODEL=FINGERPRINT, got {item!r}")
+        named[model] = fingerprint
+    backends = Backends(LLMConfig.from_dict({}, cache_dir=store.path.parent))
+    for model in store.models_without_fingerprint():
+        if model in named or not model.startswith(("fake/", "local/")):
+            continue
+        try:
+            named[model] = backends.fingerprint(model)
+        except Exception as exc:  # noqa: BLE001 - reported; the export then names the entries
+            print(f"rubriclab: cannot compute the fingerprint of {model!r}: {exc}",
+                  file=sys.stderr)
+    return named
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rubriclab", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -29,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="group", required=True)
     cache = commands.add_parser("cache", help="the model-call cache")
     actions = cache.add_subparsers(dest="action", required=True)
-    actions.add_parser("export", help="write every entry to FILE").add_argument("file", type=Path)
+    export = actions.add_parser("export", help="write every entry to FILE")
+    export.add_argument("file", type=Path)
+    export.add_argument("--fingerprint", action="append", default=[], metavar="MODEL=FINGERPRINT",
+                        help="the fingerprint of a model whose entries were stored before "
+                             "fingerprints were recorded (repeatable)")
     actions.add_parser("import", help="add the entries of FILE").add_argument("file", type=Path)
     actions.add_parser("stats", help="entries per model")
     from rubriclab import plan
@@ -43,21 +72,26 @@ def main(argv: list[str] | None = None) -> int:
         return plan.run(args, write_plan)
 
     with _cache(args) as store:
-        if args.action == "export":
-            count = store.export_to(args.file)
-            print(f"exported {count} cached answers from {store.path} to {args.file}")
-        elif args.action == "import":
-            if not args.file.is_file():
-                print(f"rubriclab: no such file: {args.file}", file=sys.stderr)
-                return 2
-            report = store.import_from(args.file)
-            print(f"imported into {store.path}: {report.added} added, "
-                  f"{report.already_present} already present, "
-                  f"{report.conflicting} conflicting (kept the existing answer)")
-        else:
-            for model, count in store.counts_by_model():
-                print(f"{count:8d}  {model}")
-            print(f"{len(store):8d}  total ({store.path})")
+        try:
+            if args.action == "export":
+                count = store.export_to(args.file, _fingerprints(store, args.fingerprint))
+                print(f"exported {count} cached answers from {store.path} to {args.file}")
+            elif args.action == "import":
+                if not args.file.is_file():
+                    print(f"rubriclab: no such file: {args.file}", file=sys.stderr)
+                    return 2
+                report = store.import_from(args.file)
+                print(f"imported into {store.path}: {report.added} added, "
+                      f"{report.already_present} already present, "
+                      f"{report.conflicting} conflicting (kept the existing answer)")
+            else:
+                for model, count in store.counts_by_model():
+                    print(f"{count:8d}  {model}")
+                print(f"{len(store):8d}  total ({store.path})")
+        except ValueError as exc:
+            what = "nothing was imported" if args.action == "import" else "nothing was written"
+            print(f"rubriclab: {exc}; {what}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -11,14 +11,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class ScriptedOpenAIServer:
     """Each POST to /v1/chat/completions takes the next behaviour from the script:
-    "400", "401", "429", "500" (error statuses), "timeout" (answers after `slow_s`), "drop" (closes the
-    connection without a response), "empty" (a 200 with empty content), or any other string,
-    which is returned as the assistant's answer. An exhausted script answers 500."""
+    "400", "401", "429", "500" (error statuses), "429:N" (a 429 with Retry-After: N), "timeout"
+    (answers after `slow_s`), "drop" (closes the connection without a response), "empty" (a 200
+    with empty content), or any other string, which is returned as the assistant's answer. An
+    exhausted script plays `then` (default "500"), after `delay_s`."""
 
-    def __init__(self, script: list[str], slow_s: float = 3.0):
+    def __init__(self, script: list[str], slow_s: float = 3.0, then: str = "500",
+                 delay_s: float = 0.0):
         self.script = deque(script)
         self.slow_s = slow_s
+        self.then = then
+        self.delay_s = delay_s
         self.requests: list[dict] = []
+        self.headers: list[dict[str, str]] = []
+        self.times: list[float] = []
+        self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -29,8 +36,14 @@ class ScriptedOpenAIServer:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                action = server.script.popleft() if server.script else "500"
+                with server._lock:
+                    server.requests.append(body)
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    server.times.append(time.monotonic())
+                    action = server.script.popleft() if server.script else None
+                if action is None:
+                    action = server.then
+                    time.sleep(server.delay_s)
                 if action == "drop":
                     self.close_connection = True
                     self.connection.close()
@@ -42,6 +55,11 @@ class ScriptedOpenAIServer:
                     self.reply(int(action), {"error": {"message": f"scripted {action}",
                                                        "type": "server_error"}})
                     return
+                if action.startswith("429:"):
+                    self.reply(429, {"error": {"message": "scripted 429, slow down",
+                                               "type": "rate_limit_error"}},
+                               {"Retry-After": action.split(":", 1)[1]})
+                    return
                 content = "" if action == "empty" else action
                 self.reply(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
@@ -51,13 +69,18 @@ class ScriptedOpenAIServer:
                     "usage": {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13},
                 })
 
-            def reply(self, status, payload):
+            def reply(self, status, payload, headers=None):
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (a timeout under test)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

@@ -1,15 +1,17 @@
 import json
 from pathlib import Path
 
-import pandas as pd
-
-from rubriclab.llm.ledger import cost_report_markdown, read_ledgers, summarize
+from rubriclab.llm.ledger import (calls_per_distinct_request, cost_report_markdown,
+                                  read_earlier_attempts, read_ledgers, summarize)
 from rubriclab.plan.compare import bill_markdown, read_plan
 from rubriclab.plan.report import config_digest
 from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])
-ledger = read_ledgers([Path(p) for p in snakemake.input.ledgers])
+paths = [Path(p) for p in snakemake.input.ledgers]
+ledger, attempts = read_ledgers(paths), read_earlier_attempts(paths)
+markdown = cost_report_markdown(summarize(ledger, attempts),
+                                calls_per_distinct_request(ledger, attempts))
 plan, note = None, ""
 if snakemake.input.plan:
     planned_for = json.loads(Path(snakemake.input.plan_digest[0]).read_text())["config_digest"]
@@ -20,5 +22,4 @@ if snakemake.input.plan:
         note = (f"results/plan/plan.csv was made for another config ({planned_for}, this run's is "
                 f"{config_digest(snakemake.config)}): run `rubriclab plan` again to compare.")
 Path(snakemake.output[0]).write_text(
-    cost_report_markdown(summarize(ledger)) + "\n" + bill_markdown(plan, ledger, plan_note=note),
-    encoding="utf-8")
+    markdown + "\n" + bill_markdown(plan, ledger, plan_note=note), encoding="utf-8")

@@ -7,9 +7,13 @@ that local and remote models share one code path. litellm is imported lazily (it
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import os
+import re
+import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from .fake import fake_answer, parse_fake_model
 from .formats import get_format
@@ -21,6 +25,21 @@ RETRYABLE_NAMES = {
     "RateLimitError", "InternalServerError", "ServiceUnavailableError", "Timeout",
     "APITimeoutError", "APIConnectionError", "EmptyAnswer",
 }
+# Errors that the same request cannot get past by asking again. The first three kinds are the
+# model's, not the request's: every other request of the batch to that model would meet them.
+MODEL_FATAL_NAMES = {"AuthenticationError", "PermissionDeniedError", "NotFoundError",
+                     "MissingAPIKey"}
+FATAL_NAMES = MODEL_FATAL_NAMES | {"BadRequestError", "UnprocessableEntityError",
+                                   "ContextWindowExceededError", "ContentPolicyViolationError",
+                                   "UnsupportedParamsError"}
+FATAL_STATUS = {400, 401, 403, 404, 422}
+# litellm reports a client that has no key as a server error (500, "Missing credentials").
+_MISSING_CREDENTIALS = re.compile(
+    r"missing credentials|api_key client option must be set|no api key|"
+    r"(invalid|incorrect) api[ _-]?key|api[ _-]?key (is )?(missing|required|not (set|found|provided))",
+    re.IGNORECASE)
+# Sent as the key of a server that needs none (`placeholder_api_key`): never a real key.
+PLACEHOLDER_API_KEY = "placeholder-no-key-needed"
 
 
 class EmptyAnswer(RuntimeError):
@@ -29,6 +48,10 @@ class EmptyAnswer(RuntimeError):
 
 class MissingAPIKey(RuntimeError):
     pass
+
+
+class DeadlineExceeded(RuntimeError):
+    """A request got no answer within its deadline (`ModelSettings.deadline_s`)."""
 
 
 @dataclass(frozen=True)
@@ -52,11 +75,64 @@ class AnswerCutOff(RuntimeError):
         self.answer = answer
 
 
-def is_retryable(exc: BaseException) -> bool:
+def _names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def is_model_fatal(exc: BaseException) -> bool:
+    """Authentication, missing credentials, an unknown model: no request to the model can
+    succeed, so the batch stops asking it at once."""
     status = getattr(exc, "status_code", None)
+    return (bool(_names(exc) & MODEL_FATAL_NAMES) or status in (401, 403, 404)
+            or bool(_MISSING_CREDENTIALS.search(str(exc))))
+
+
+def is_retryable(exc: BaseException) -> bool:
+    if is_model_fatal(exc) or _names(exc) & FATAL_NAMES:
+        return False
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and status in FATAL_STATUS:
+        return False
     if isinstance(status, int) and status in RETRYABLE_STATUS:
         return True
-    return any(cls.__name__ in RETRYABLE_NAMES for cls in type(exc).__mro__)
+    return bool(_names(exc) & RETRYABLE_NAMES)
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The wait a provider asks for (Retry-After, in seconds or as an HTTP date, or OpenAI's
+    retry-after-ms), from the headers litellm keeps on its exception; None when it asks none."""
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    try:
+        lowered = {str(k).lower(): str(v) for k, v in dict(headers).items()}
+    except (TypeError, ValueError):
+        return None
+    if "retry-after-ms" in lowered:
+        try:
+            return max(0.0, float(lowered["retry-after-ms"]) / 1000)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when.timestamp() - time.time())
+
+
+def endpoint_identity(api_base: str) -> str:
+    """An endpoint as part of a model's identity: scheme and host lower-cased, no trailing /."""
+    parts = urlsplit(api_base.strip())
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"),
+                       parts.query, ""))
 
 
 def import_litellm() -> Any:
@@ -88,8 +164,12 @@ class Backends:
         return self._litellm
 
     def fingerprint(self, model: str) -> str:
+        """The model's identity beside its string, part of every key: "fake-v1", a GGUF's
+        sha256, and for a remote model its endpoint (`api_base`) unless a fingerprint is
+        declared for it (then the declared one, so the model can move between servers)."""
         if model not in self._fingerprints:
-            declared = self.config.settings_for(model).fingerprint
+            settings = self.config.settings_for(model)
+            declared = settings.fingerprint
             if model.startswith("fake/"):
                 parse_fake_model(model)
                 value = "fake-v1"
@@ -99,13 +179,16 @@ class Backends:
                 value = "gguf-sha256:" + resolve_local_model(model, self.config.models_dir).sha256
             else:
                 value = ""
+                if not declared and settings.api_base:
+                    declared = "endpoint=" + endpoint_identity(settings.api_base)
             self._fingerprints[model] = f"{value}|{declared}" if declared else value
         return self._fingerprints[model]
 
     def check_api_key(self, model: str) -> None:
         """Raise MissingAPIKey naming the environment variables a remote model lacks."""
         settings = self.config.settings_for(model)
-        if model.startswith(("fake/", "local/")) or not settings.check_api_key:
+        if (model.startswith(("fake/", "local/")) or not settings.check_api_key
+                or settings.placeholder_api_key):
             return
         report = self.litellm.validate_environment(model=model)
         missing = report.get("missing_keys") or []
@@ -154,6 +237,10 @@ class Backends:
             kwargs["stop"] = list(request.stop)
         if settings.api_base:
             kwargs["api_base"] = settings.api_base
+        if settings.placeholder_api_key:
+            # A server that needs no key still gets one from the client (litellm's OpenAI
+            # client refuses to send none); never the environment's real key.
+            kwargs["api_key"] = PLACEHOLDER_API_KEY
         if request.model.startswith("local/"):
             # One llama.cpp context per process; the call runs in a worker thread.
             grammar = get_format(request.response_format).gbnf_grammar

@@ -2,10 +2,14 @@
 
 For a batch of requests it looks every key up in the cache first, checks API keys for the models
 that still need calls (before any call is made), then runs the misses concurrently with a
-per-model limit. Each call is retried with backoff on rate limits, server errors, timeouts,
-dropped connections and empty answers; its answer is parsed strictly and re-asked a bounded
-number of times; an answer is cached the moment it parses, and only then. Every request is
-written to the ledger and counted in the progress line.
+per-model limit. Before paying for a miss it claims the key in the cache; a key another process
+(or task) has claimed is waited for, not paid again. Each call is retried with backoff on rate
+limits (as long as the provider's Retry-After asks), server errors, timeouts, dropped connections
+and empty answers, within a deadline per request; errors that asking again cannot cure
+(authentication, missing credentials, unknown model, bad request) fail at once, and a model
+whose requests keep failing the same way is no longer asked. An answer is parsed strictly and
+re-asked a bounded number of times; it is cached the moment it parses, and only then. Every
+request is written to the ledger and counted in the progress line.
 """
 
 from __future__ import annotations
@@ -15,23 +19,29 @@ import contextlib
 import logging
 import random
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import replace
 from typing import Protocol
 
-from .backends import AnswerCutOff, Backends, RawAnswer, is_retryable
+from .backends import (AnswerCutOff, Backends, DeadlineExceeded, RawAnswer, is_model_fatal,
+                       is_retryable, retry_after_s)
 from .batch import BatchOutcome, BatchRunner, check_batch_settings
-from .cache import CacheBackend, SQLiteCache, make_answer
+from .cache import CacheBackend, CachedAnswer, Claim, SQLiteCache, make_answer
 from .formats import UnparseableAnswer, get_format
 from .ledger import Ledger
 from .progress import Progress
 from .prompt_cache import cache_marked_messages, cacheable_prefixes, min_cacheable_tokens
-from .request import Completion, Request, Usage, cache_key
+from .request import Completion, Request, Usage, cache_key, legacy_cache_keys
 from .settings import LLMConfig, ModelSettings
 
 log = logging.getLogger("rubriclab.llm")
+
+# An in-flight claim lasts this long unless its holder renews it (every third of it).
+CLAIM_LEASE_S = 30.0
+NOT_ATTEMPTED = "NotAttempted"
 
 
 class StandIn(Protocol):
@@ -77,6 +87,11 @@ class LLMClient:
         self.batches = BatchRunner(config)
         # key -> characters of its shared prefix marked cacheable, for the run under way.
         self._cache_marks: dict[str, int] = {}
+        self.claim_lease_s = CLAIM_LEASE_S
+        self._owner = uuid.uuid4().hex  # this client's name on the claims it holds
+        self._held: set[str] = set()  # keys this client is answering now
+        self._model_fatal: set[str] = set()  # keys whose failure no request to its model escapes
+        self._stops: dict[str, str] = {}  # model -> why the last batch stopped asking it
 
     def close(self) -> None:
         self.batches.close()
@@ -125,10 +140,12 @@ class LLMClient:
         completions = asyncio.run(self._run(requests, label))
         failed = [c for c in completions if c.outcome == "failed"]
         if failed and raise_on_failure:
+            stopped = "".join(f"; {reason}" for reason in self._stops.values())
+            attempted = [c for c in failed if not c.error.startswith(NOT_ATTEMPTED)] or failed
             raise ModelCallsFailed(
                 f"{len(failed)} of {len(completions)} requests in '{label}' failed after retries "
-                f"(first: model {failed[0].request.model!r}: {failed[0].error}); the other "
-                "answers are cached, so a rerun only repeats the failed ones"
+                f"(first: model {attempted[0].request.model!r}: {attempted[0].error}){stopped}; "
+                "the other answers are cached, so a rerun only repeats the failed ones"
             )
         return completions
 
@@ -137,7 +154,7 @@ class LLMClient:
         results: list[Completion | None] = [None] * len(requests)
         misses: list[int] = []
         for i, (request, key) in enumerate(zip(requests, keys)):
-            hit = self.cache.get(key)
+            hit = self._lookup(request, key)
             if hit is None:
                 misses.append(i)
                 continue
@@ -162,19 +179,55 @@ class LLMClient:
         limits: dict[str, asyncio.Semaphore] = defaultdict(lambda: asyncio.Semaphore(1))
         for model in {requests[i].model for i in misses}:
             limits[model] = asyncio.Semaphore(max(1, self.config.settings_for(model).concurrency))
+        self._stops = {}
+        streaks: dict[str, tuple[str, int]] = {}  # model -> (failure kind, requests in a row)
 
         async def answer(i: int) -> None:
-            request = requests[i]
-            async with limits[request.model]:
-                # Another job may have answered it since the batch started.
-                hit = self.cache.get(keys[i])
-                if hit is not None:
-                    completion = self._from_cache(request, keys[i], hit.text, hit.prompt_tokens,
-                                                  hit.completion_tokens, hit.cost_usd)
-                else:
-                    completion = await self._call(request, keys[i])
+            request, key = requests[i], keys[i]
+            settings = self.config.settings_for(request.model)
+            waited_since = None
+            poll_s = 0.05
+            while True:
+                completion = None
+                async with limits[request.model]:
+                    if request.model in self._stops:
+                        completion = Completion(request=request, key=key, outcome="failed",
+                                                error=f"{NOT_ATTEMPTED}: {self._stops[request.model]}")
+                    else:
+                        # Answered since the batch started, or being answered elsewhere?
+                        claim = self._claim(key)
+                        if claim.answer is not None:
+                            hit = claim.answer
+                            completion = self._from_cache(request, key, hit.text,
+                                                          hit.prompt_tokens,
+                                                          hit.completion_tokens, hit.cost_usd)
+                        elif claim.claimed:
+                            self._held.add(key)
+                            try:
+                                completion = await self._call(request, key)
+                            finally:
+                                self._held.discard(key)
+                                self._release(key)
+                if completion is not None:
+                    break
+                # Another process pays for it: wait (without holding a slot) for its answer.
+                waited = 0.0 if waited_since is None else time.monotonic() - waited_since
+                if waited_since is None:
+                    waited_since = time.monotonic()
+                    log.info("%s: waiting for the answer %s is paying for", request.model,
+                             claim.holder)
+                elif waited > settings.deadline_s + 2 * self.claim_lease_s:
+                    completion = Completion(
+                        request=request, key=key, outcome="failed",
+                        latency_s=waited,
+                        error=f"WaitedTooLong: {claim.holder} has held this request for "
+                              f"{waited:.0f} s, past its deadline ({settings.deadline_s:g} s)")
+                    break
+                await asyncio.sleep(poll_s)
+                poll_s = min(1.0, poll_s * 1.5)
             results[i] = completion
             self._record(completion)
+            self._note_outcome(completion, settings, streaks)
             progress.advance()
 
         async def answer_batch(model: str, indices: list[int]) -> None:
@@ -189,10 +242,15 @@ class LLMClient:
 
             await asyncio.gather(*(settle(i) for i in indices))
 
-        # Tasks start in request order and semaphores are FIFO, so a model limited to one
-        # call at a time answers in that order (consecutive checks of one item share a prefix).
-        await asyncio.gather(*(answer(i) for i in misses if i not in in_batch),
-                             *(answer_batch(m, indices) for m, indices in batched.items()))
+        heartbeat = asyncio.create_task(self._renew_claims())
+        try:
+            # Tasks start in request order and semaphores are FIFO, so a model limited to one
+            # call at a time answers in that order (consecutive checks of one item share a
+            # prefix).
+            await asyncio.gather(*(answer(i) for i in misses if i not in in_batch),
+                                 *(answer_batch(m, indices) for m, indices in batched.items()))
+        finally:
+            heartbeat.cancel()
         return [r for r in results if r is not None]
 
     def _prompt_cache_marks(self, requests: list[Request], keys: list[str]) -> dict[str, int]:
@@ -247,6 +305,67 @@ class LLMClient:
                                    usage.cache_read_tokens + answer.cache_read_tokens,
                                    usage.cache_write_tokens + answer.cache_write_tokens))
 
+    def _lookup(self, request: Request, key: str) -> CachedAnswer | None:
+        """The cached answer of `key`; or one stored under a key of the same request from
+        before numbers were normalised, which is then stored under `key` too."""
+        hit = self.cache.get(key)
+        fingerprint = self.backends.fingerprint(request.model)
+        if hit is not None:
+            if hit.model_fingerprint is None and hasattr(self.cache, "record_fingerprint"):
+                self.cache.record_fingerprint(key, fingerprint)
+            return hit
+        for legacy in legacy_cache_keys(request, fingerprint):
+            old = self.cache.get(legacy)
+            if old is not None:
+                migrated = replace(old, key=key, model_fingerprint=fingerprint)
+                self.cache.put(migrated)
+                return migrated
+        return None
+
+    def _claim(self, key: str) -> Claim:
+        claim = getattr(self.cache, "claim", None)
+        if claim is None:  # a backend without claims: only its answers are shared
+            hit = self.cache.get(key)
+            return Claim(answer=hit) if hit is not None else Claim(claimed=True)
+        return claim(key, self._owner, self.claim_lease_s, held_by_owner=key in self._held)
+
+    def _release(self, key: str) -> None:
+        release = getattr(self.cache, "release", None)
+        if release is not None:
+            release(key, self._owner)
+
+    async def _renew_claims(self) -> None:
+        renew = getattr(self.cache, "renew_claims", None)
+        if renew is None:
+            return
+        while True:
+            await asyncio.sleep(self.claim_lease_s / 3)
+            if self._held:
+                renew(self._owner, self.claim_lease_s)
+
+    def _note_outcome(self, completion: Completion, settings: ModelSettings,
+                      streaks: dict[str, tuple[str, int]]) -> None:
+        """Stop asking a model whose requests fail in a way no other request escapes, or fail
+        the same way `max_consecutive_failures` times in a row."""
+        model = completion.request.model
+        if completion.outcome != "failed":
+            streaks[model] = ("", 0)
+            return
+        kind = completion.error.split(":", 1)[0]
+        if kind == NOT_ATTEMPTED or model in self._stops:
+            return
+        last_kind, count = streaks.get(model, ("", 0))
+        count = count + 1 if kind == last_kind else 1
+        streaks[model] = (kind, count)
+        if completion.key in self._model_fatal:
+            self._stops[model] = (f"stopped asking model {model!r} after {kind}, which no "
+                                  f"request to it can get past: {completion.error}")
+        elif count >= settings.max_consecutive_failures:
+            self._stops[model] = (f"stopped asking model {model!r} after {count} requests in a "
+                                  f"row failed with {kind} (last: {completion.error})")
+        if model in self._stops:
+            log.error("%s", self._stops[model])
+
     def _from_cache(self, request: Request, key: str, text: str, prompt_tokens: int,
                     completion_tokens: int, cost: float | None) -> Completion:
         fmt = get_format(request.response_format)
@@ -270,6 +389,7 @@ class LLMClient:
         fmt = get_format(request.response_format)
         messages = self._messages_for(request, key)
         started = time.monotonic()
+        deadline = started + settings.deadline_s
         attempts = reasks = doublings = prompt_tokens = completion_tokens = 0
         cache_read = cache_write = 0
         cost: float | None = 0.0
@@ -278,7 +398,7 @@ class LLMClient:
         while True:
             try:
                 raw, used = ((prior, 1) if prior is not None
-                             else await self._attempt(sent, messages, settings))
+                             else await self._attempt(sent, messages, settings, deadline))
                 prior = None
             except _AttemptsExhausted as exhausted:
                 if isinstance(exhausted.cause, AnswerCutOff):
@@ -307,6 +427,10 @@ class LLMClient:
                                       attempts=attempts, reasks=reasks, error=error)
                 attempts += exhausted.attempts
                 error = f"{type(exhausted.cause).__name__}: {exhausted.cause}"
+                if is_model_fatal(exhausted.cause):
+                    self._model_fatal.add(key)
+                if attempts and not request.model.startswith(("fake/", "local/")):
+                    cost = None  # a provider may bill a call that failed: unknown, not $0
                 log.warning("request to %s failed: %s", request.model, error)
                 return Completion(request=request, key=key, outcome="failed", text=text,
                                   usage=Usage(prompt_tokens, completion_tokens, cache_read, cache_write), cost_usd=cost,
@@ -332,23 +456,40 @@ class LLMClient:
                 messages = messages + [{"role": "assistant", "content": text},
                                        {"role": "user", "content": fmt.reask_instruction}]
                 continue
-            self.cache.put(make_answer(key, request, text, prompt_tokens, completion_tokens, cost))
+            self.cache.put(make_answer(key, request, text, prompt_tokens, completion_tokens, cost,
+                                       self.backends.fingerprint(request.model)))
             return Completion(request=request, key=key, outcome="ok", text=text, parsed=parsed,
                               usage=Usage(prompt_tokens, completion_tokens, cache_read, cache_write), cost_usd=cost,
                               latency_s=time.monotonic() - started, attempts=attempts,
                               reasks=reasks)
 
-    async def _attempt(self, request: Request, messages: list[dict],
-                       settings: ModelSettings) -> tuple[RawAnswer, int]:
-        """One answer, retrying transient failures with exponential backoff and jitter."""
+    async def _attempt(self, request: Request, messages: list[dict[str, str]],
+                       settings: ModelSettings, deadline: float) -> tuple[RawAnswer, int]:
+        """One answer, retrying transient failures with exponential backoff and jitter (or
+        the wait the provider asks for), each attempt's timeout cut to the time left."""
         for attempt in range(settings.num_retries + 1):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _AttemptsExhausted(DeadlineExceeded(
+                    f"no answer from {request.model!r} within its deadline of "
+                    f"{settings.deadline_s:g} s"), attempt)
             try:
-                return await self.backends.complete(request, messages, settings), attempt + 1
+                timed = replace(settings, timeout_s=min(settings.timeout_s, left))
+                return await self.backends.complete(request, messages, timed), attempt + 1
             except Exception as exc:  # noqa: BLE001 - classified, then retried or reported
                 if not is_retryable(exc) or attempt == settings.num_retries:
                     raise _AttemptsExhausted(exc, attempt + 1) from exc
                 delay = min(settings.max_backoff_s, settings.backoff_s * 2**attempt)
                 delay *= 0.5 + random.random() / 2
+                asked = retry_after_s(exc)
+                if asked is not None:
+                    delay = max(delay, asked)
+                if time.monotonic() + delay >= deadline:
+                    wait = f"the {asked:g} s its server asks" if asked is not None else "a retry"
+                    raise _AttemptsExhausted(DeadlineExceeded(
+                        f"no answer from {request.model!r} within its deadline of "
+                        f"{settings.deadline_s:g} s: {wait} would pass it (last: "
+                        f"{type(exc).__name__}: {exc})"), attempt + 1) from exc
                 log.info("retrying %s in %.2fs after %s", request.model, delay, type(exc).__name__)
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")

@@ -1,9 +1,18 @@
-"""The call ledger (one JSON line per request a stage made) and the cost report built from it."""
+"""The call ledger (one JSON line per request a stage made) and the cost report built from it.
+
+A stage's ledger is one of its Snakemake outputs, so it holds the requests behind the current
+results (Snakemake deletes it before a rerun, and after a failure). Every call that reached a
+model is also appended to the stage's attempts journal (`attempts_path`), which no run deletes:
+what a killed or replaced run paid stays on the bill.
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -14,11 +23,17 @@ from .request import Completion
 
 LEDGER_COLUMNS = [
     "rule", "model", "key", "cached", "outcome", "prompt_tokens", "completion_tokens",
-    "cost_usd", "latency_s", "attempts", "reasks", "error", "batch", "cache_read_tokens",
+    "cost_usd", "latency_s", "attempts", "reasks", "error", "run", "batch", "cache_read_tokens",
     "cache_write_tokens",
 ]
 # Columns added later, with the value a ledger written before them means.
 _LATER_COLUMNS = {"batch": False, "cache_read_tokens": 0, "cache_write_tokens": 0}
+
+
+def attempts_path(ledger_path: str | Path) -> Path:
+    """The journal beside a ledger: every call that reached a model, across runs."""
+    ledger_path = Path(ledger_path)
+    return ledger_path.parent / "attempts" / ledger_path.name
 
 
 @dataclass
@@ -31,7 +46,11 @@ class Ledger:
     def __post_init__(self) -> None:
         self.path = Path(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.run = f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._fh: IO[str] | None = open(self.path, "w", encoding="utf-8")
+        journal = attempts_path(self.path)
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        self._journal: IO[str] | None = open(journal, "a", encoding="utf-8")
 
     def record(self, completion: Completion) -> None:
         if self._fh is None:
@@ -49,22 +68,29 @@ class Ledger:
             "attempts": completion.attempts,
             "reasks": completion.reasks,
             "error": completion.error,
+            "run": self.run,
             "batch": completion.batch,
             "cache_read_tokens": completion.usage.cache_read_tokens,
             "cache_write_tokens": completion.usage.cache_write_tokens,
         }
-        self._fh.write(json.dumps(row) + "\n")
+        line = json.dumps(row) + "\n"
+        self._fh.write(line)
         self._fh.flush()
+        if not completion.cached and completion.attempts and self._journal is not None:
+            self._journal.write(line)
+            self._journal.flush()
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        for fh in (self._fh, self._journal):
+            if fh is not None:
+                fh.close()
+        self._fh = self._journal = None
 
 
 def read_ledgers(paths: list[Path]) -> pd.DataFrame:
     rows = []
     for path in paths:
+        path = Path(path)
         with open(path, encoding="utf-8") as fh:
             for line_no, line in enumerate(fh, start=1):
                 try:
@@ -75,22 +101,31 @@ def read_ledgers(paths: list[Path]) -> pd.DataFrame:
     return frame.fillna(_LATER_COLUMNS).infer_objects()
 
 
-def summarize(ledger: pd.DataFrame) -> pd.DataFrame:
-    """Per rule and model: requests, cache hits, uncached calls, failures, tokens, cost.
+def read_earlier_attempts(ledger_paths: list[Path]) -> pd.DataFrame:
+    """The journaled calls of these ledgers' stages; `summarize` keeps those of earlier runs."""
+    journals = [attempts_path(p) for p in ledger_paths if attempts_path(p).is_file()]
+    return read_ledgers(journals)
 
-    Tokens and cost count what this run spent (uncached requests); `cached_cost_usd` is what the
-    cached answers cost when they were first paid for.
+
+def summarize(ledger: pd.DataFrame, attempts: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per rule and model: requests, cache hits, calls made, failures, tokens, cost; and the
+    calls that earlier runs of the stage paid for (journal rows of runs not in `ledger`).
+
+    Tokens and cost count what this run spent (requests that reached a model); a call whose
+    cost is unknown (no price, or a call that failed) is counted as such, never as $0.
+    `cached_cost_usd` is what the cached answers cost when they were first paid for.
     """
     df = ledger.copy()
-    df["uncached"] = ~df["cached"].astype(bool)
+    df["uncached"] = ~df["cached"].astype(bool) & (df["attempts"].fillna(0) > 0)
     df["spent_prompt_tokens"] = df["prompt_tokens"].where(df["uncached"], 0)
     df["spent_completion_tokens"] = df["completion_tokens"].where(df["uncached"], 0)
     df["spent_cache_read_tokens"] = df["cache_read_tokens"].where(df["uncached"], 0)
     df["spent_cache_write_tokens"] = df["cache_write_tokens"].where(df["uncached"], 0)
     df["batch_call"] = df["uncached"] & df["batch"].astype(bool)
     df["spent_cost"] = df["cost_usd"].where(df["uncached"], 0.0)
-    df["saved_cost"] = df["cost_usd"].where(~df["uncached"], 0.0)
+    df["saved_cost"] = df["cost_usd"].where(df["cached"].astype(bool), 0.0)
     df["cost_unknown"] = df["uncached"] & df["cost_usd"].isna()
+    df["cached_cost_unknown"] = df["cached"].astype(bool) & df["cost_usd"].isna()
     grouped = df.groupby(["rule", "model"], sort=True)
     summary = pd.DataFrame({
         "requests": grouped.size(),
@@ -107,51 +142,104 @@ def summarize(ledger: pd.DataFrame) -> pd.DataFrame:
         "cost_usd": grouped["spent_cost"].sum(min_count=0),
         "cost_unknown_calls": grouped["cost_unknown"].sum().astype(int),
         "cached_cost_usd": grouped["saved_cost"].sum(min_count=0),
-    }).reset_index()
-    return summary
+        "cached_cost_unknown_calls": grouped["cached_cost_unknown"].sum().astype(int),
+    })
+    earlier = _earlier_attempts(df, attempts)
+    summary = summary.join(earlier, how="outer")
+    for column in ("earlier_calls", "earlier_cost_unknown_calls", "requests", "cache_hits",
+                   "uncached_calls", "unparseable", "failed", "reasks", "prompt_tokens",
+                   "completion_tokens", "cost_unknown_calls", "cached_cost_unknown_calls",
+                   "batch_calls", "cache_read_tokens", "cache_write_tokens"):
+        summary[column] = summary[column].fillna(0).astype(int)
+    for column in ("earlier_cost_usd", "cost_usd", "cached_cost_usd"):
+        summary[column] = summary[column].fillna(0.0)
+    return summary.reset_index()
 
 
-def _fmt_cost(value: float) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"${value:,.4f}"
+def _earlier_attempts(current: pd.DataFrame, attempts: pd.DataFrame | None) -> pd.DataFrame:
+    columns = ["earlier_calls", "earlier_cost_usd", "earlier_cost_unknown_calls"]
+    if attempts is None or attempts.empty:
+        empty = pd.MultiIndex.from_arrays([[], []], names=["rule", "model"])
+        return pd.DataFrame(columns=columns, index=empty)
+    earlier = attempts[~attempts["run"].isin(set(current["run"].dropna()))].copy()
+    earlier["unknown"] = earlier["cost_usd"].isna()
+    grouped = earlier.groupby(["rule", "model"], sort=True)
+    return pd.DataFrame({"earlier_calls": grouped.size(),
+                         "earlier_cost_usd": grouped["cost_usd"].sum(min_count=0),
+                         "earlier_cost_unknown_calls": grouped["unknown"].sum().astype(int)})
 
 
-def cost_report_markdown(summary: pd.DataFrame) -> str:
+def calls_per_distinct_request(ledger: pd.DataFrame,
+                               attempts: pd.DataFrame | None = None) -> tuple[int, int]:
+    """Calls made (this run's requests that reached a model, and earlier runs' calls) and the
+    distinct requests (keys) among them: equal when no request was paid for twice."""
+    made = ledger[~ledger["cached"].astype(bool) & (ledger["attempts"].fillna(0) > 0)]
+    keys = list(made["key"])
+    if attempts is not None and not attempts.empty:
+        keys += list(attempts[~attempts["run"].isin(set(ledger["run"].dropna()))]["key"])
+    return len(keys), len(set(keys))
+
+
+def _fmt_cost(value: float | None, unknown: int = 0) -> str:
+    known = 0.0 if value is None or (isinstance(value, float) and math.isnan(value)) else value
+    if not unknown:
+        return f"${known:,.4f}"
+    if not known:
+        return f"unknown ({unknown} calls)"
+    return f"${known:,.4f} + unknown ({unknown} calls)"
+
+
+def cost_report_markdown(summary: pd.DataFrame, calls: tuple[int, int] | None = None) -> str:
     lines = [
         "# Cost report",
         "",
         "Every model request of the stages that produced the current results. `uncached` calls",
         "reached a model in the run that wrote those results; cache hits cost nothing.",
         "Tokens and cost count uncached calls only; `cost of cached` is what the cached answers",
-        "cost when first paid for. Costs come from litellm's price map (local models cost $0).",
+        "cost when first paid for; `earlier runs` are calls that runs of the same stage paid for",
+        "before (killed, failed or replaced runs), from the stage's attempts journal. Costs come",
+        "from litellm's price map (local models cost $0); a call of unknown price (no price in",
+        "the map, or a call that failed) is counted as unknown, never as $0.",
         "`batch` counts uncached calls answered through the provider's batch API (priced at its",
         "batch rates); `prompt cache read / written` are the prompt tokens the provider read",
         "from or wrote to its prompt cache (priced at its cache rates).",
         "",
+    ]
+    if calls is not None:
+        made, distinct = calls
+        ratio = f"{made / distinct:.3f}" if distinct else "n/a"
+        lines += [f"Calls made / distinct requests: {made} / {distinct} = {ratio} (1.000: no "
+                  "request was paid for twice).", ""]
+    lines += [
         "| rule | model | requests | cache hits | uncached | unparseable | failed | re-asks |"
-        " prompt tokens | completion tokens | cost | cost of cached | batch |"
-        " prompt cache read / written |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " prompt tokens | completion tokens | cost | cost of cached | earlier runs' calls |"
+        " their cost | batch | prompt cache read / written |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in summary.itertuples(index=False):
-        cost = _fmt_cost(row.cost_usd)
-        if row.cost_unknown_calls:
-            cost += f" (+{row.cost_unknown_calls} calls of unknown price)"
         lines.append(
             f"| {row.rule} | `{row.model}` | {row.requests} | {row.cache_hits} |"
             f" {row.uncached_calls} | {row.unparseable} | {row.failed} | {row.reasks} |"
-            f" {row.prompt_tokens:,} | {row.completion_tokens:,} | {cost} |"
-            f" {_fmt_cost(row.cached_cost_usd)} | {row.batch_calls} |"
-            f" {row.cache_read_tokens:,} / {row.cache_write_tokens:,} |"
+            f" {row.prompt_tokens:,} | {row.completion_tokens:,} |"
+            f" {_fmt_cost(row.cost_usd, row.cost_unknown_calls)} |"
+            f" {_fmt_cost(row.cached_cost_usd, row.cached_cost_unknown_calls)} |"
+            f" {row.earlier_calls} | {_fmt_cost(row.earlier_cost_usd, row.earlier_cost_unknown_calls)} |"
+            f" {row.batch_calls} | {row.cache_read_tokens:,} / {row.cache_write_tokens:,} |"
         )
     totals = summary[["requests", "cache_hits", "uncached_calls", "unparseable", "failed",
-                      "reasks", "prompt_tokens", "completion_tokens", "batch_calls",
-                      "cache_read_tokens", "cache_write_tokens"]].sum()
+                      "reasks", "prompt_tokens", "completion_tokens", "cost_unknown_calls",
+                      "cached_cost_unknown_calls", "earlier_calls",
+                      "earlier_cost_unknown_calls", "batch_calls", "cache_read_tokens",
+                      "cache_write_tokens"]].sum()
     lines.append(
         f"| **total** | | {totals.requests} | {totals.cache_hits} | {totals.uncached_calls} |"
         f" {totals.unparseable} | {totals.failed} | {totals.reasks} | {totals.prompt_tokens:,} |"
-        f" {totals.completion_tokens:,} | {_fmt_cost(summary['cost_usd'].sum())} |"
-        f" {_fmt_cost(summary['cached_cost_usd'].sum())} | {totals.batch_calls} |"
-        f" {totals.cache_read_tokens:,} / {totals.cache_write_tokens:,} |"
+        f" {totals.completion_tokens:,} |"
+        f" {_fmt_cost(summary['cost_usd'].sum(), totals.cost_unknown_calls)} |"
+        f" {_fmt_cost(summary['cached_cost_usd'].sum(), totals.cached_cost_unknown_calls)} |"
+        f" {totals.earlier_calls} |"
+        f" {_fmt_cost(summary['earlier_cost_usd'].sum(), totals.earlier_cost_unknown_calls)} |"
+        f" {totals.batch_calls} | {totals.cache_read_tokens:,} / {totals.cache_write_tokens:,} |"
     )
     lines.append("")
     return "\n".join(lines)

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+import math
+import numbers
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+# Still 1: numbers are normalised to the type the field declares (temperature 0 -> 0.0), which
+# leaves the key of every entry made with the declared types unchanged; entries made before
+# with an integer temperature or top_p are found through `legacy_cache_keys`.
 CACHE_KEY_VERSION = 1
 # litellm's reasoning_effort values (mapped per provider: OpenAI reasoning_effort, Anthropic
 # thinking budgets, Gemini thinking config).
@@ -28,8 +33,9 @@ class Message:
 class Request:
     """Every field here can change what the model answers, so every field is in the cache key.
 
-    Settings that cannot change the answer (timeouts, retry counts, re-ask budget, API keys,
-    endpoints) live in `ModelSettings` instead and never reach the key. The one exception is
+    Settings that cannot change the answer (timeouts, retry counts, re-ask budget, API keys)
+    live in `ModelSettings` instead and never reach the key; a remote model's endpoint (or the
+    fingerprint declared for it) is part of the model's fingerprint. The one exception is
     `role`: it names the part a model plays (judge, reviser, ...), which selects settings that
     `LLMClient` writes into the key fields (reasoning effort, answer budget) before keying.
 
@@ -52,7 +58,17 @@ class Request:
     role: str | None = None
 
     def __post_init__(self) -> None:
-        if not self.model:
+        # Canonical types, so that equal requests are equal (and key the same) however their
+        # numbers were written: temperature 0 (YAML, --config) is temperature 0.0.
+        for name in ("temperature", "top_p"):
+            object.__setattr__(self, name, _real_or_none(name, getattr(self, name)))
+        for name in ("max_tokens", "sample_index", "reasoning_tokens"):
+            object.__setattr__(self, name, _integer(name, getattr(self, name)))
+        if not isinstance(self.messages, tuple):
+            object.__setattr__(self, "messages", tuple(self.messages))
+        if self.stop is not None and not isinstance(self.stop, tuple):
+            object.__setattr__(self, "stop", tuple(self.stop))
+        if not isinstance(self.model, str) or not self.model:
             raise ValueError("Request.model is empty")
         if not self.messages:
             raise ValueError(f"Request for {self.model} has no messages")
@@ -84,9 +100,75 @@ class Request:
         return [{"role": m.role, "content": m.content} for m in self.messages]
 
 
+def request_from_dict(values: Any) -> Request:
+    """A request from its JSON form (`dataclasses.asdict`), every field present and typed."""
+    if not isinstance(values, dict):
+        raise ValueError(f"a request must be an object, got {type(values).__name__}")
+    names = {f.name for f in fields(Request)}
+    if set(values) != names:
+        missing, unknown = sorted(names - set(values)), sorted(set(values) - names)
+        raise ValueError(f"request fields differ from this version's (missing {missing}, "
+                         f"unknown {unknown})")
+    for name in ("model", "response_format"):
+        if not isinstance(values[name], str):
+            raise ValueError(f"request {name} must be a string, got {values[name]!r}")
+    for name in ("reasoning_effort", "role"):
+        if values[name] is not None and not isinstance(values[name], str):
+            raise ValueError(f"request {name} must be a string or null, got {values[name]!r}")
+    messages = values["messages"]
+    if not isinstance(messages, (list, tuple)) or not all(
+            isinstance(m, dict) and set(m) == {"role", "content"}
+            and all(isinstance(v, str) for v in m.values()) for m in messages):
+        raise ValueError("request messages must be a list of {role, content} strings")
+    stop = values["stop"]
+    if stop is not None and not (isinstance(stop, (list, tuple)) and all(isinstance(s, str) for s in stop)):
+        raise ValueError(f"request stop must be a list of strings or null, got {stop!r}")
+    return Request(**{**values, "messages": tuple(Message(**m) for m in messages),
+                      "stop": None if stop is None else tuple(stop)})
+
+
+def _real_or_none(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"Request.{name} must be a number or None, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"Request.{name} must be finite, got {value!r}")
+    return value
+
+
+def _integer(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"Request.{name} must be an integer, got {value!r}")
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if not float(value).is_integer():
+        raise ValueError(f"Request.{name} must be an integer, got {value!r}")
+    return int(value)
+
+
 def cache_key(request: Request, model_fingerprint: str) -> str:
     """sha256 over every output-changing field of the request and the model's fingerprint."""
-    payload = asdict(request)
+    return _key(asdict(request), model_fingerprint)
+
+
+def legacy_cache_keys(request: Request, model_fingerprint: str) -> list[str]:
+    """Keys an entry of the same request may have been stored under before numbers were
+    normalised: an integral temperature or top_p written as an integer (0 rather than 0.0)."""
+    integral = [name for name in ("temperature", "top_p")
+                if getattr(request, name) is not None and getattr(request, name).is_integer()]
+    keys = []
+    for mask in range(1, 2 ** len(integral)):
+        payload = asdict(request)
+        for bit, name in enumerate(integral):
+            if mask >> bit & 1:
+                payload[name] = int(payload[name])
+        keys.append(_key(payload, model_fingerprint))
+    return keys
+
+
+def _key(payload: dict[str, Any], model_fingerprint: str) -> str:
     del payload["role"]  # selects settings; the settings it selects are fields of their own
     for name, default in _KEYED_WHEN_SET.items():
         if payload[name] == default:

@@ -20,11 +20,23 @@ class ModelSettings:
     backoff_s: float = 1.0
     max_backoff_s: float = 60.0
     max_reasks: int = 2
+    # Everything one request may take: every attempt, wait, re-ask and doubling. An attempt's
+    # timeout is cut to what is left, and no retry starts past it.
+    deadline_s: float = 300.0
+    # A batch stops asking a model after this many requests in a row failed in the same way
+    # (after their own retries), and says which; the rest are reported as not attempted.
+    max_consecutive_failures: int = 5
     # Endpoint of an OpenAI-compatible server (vLLM, Ollama, a proxy). The model string names
-    # the model; declare `fingerprint` when one string can mean different weights.
+    # the model, the endpoint is part of its identity (its cache keys), unless `fingerprint`
+    # is declared.
     api_base: str | None = None
     check_api_key: bool = True
-    # Part of the cache key: e.g. a model revision, so that new weights are new entries.
+    # For a server that needs no key: a placeholder is sent as the key (never the
+    # environment's real one) and no key is checked.
+    placeholder_api_key: bool = False
+    # Part of the cache key: e.g. a model revision, so that new weights are new entries. For a
+    # remote model it takes the endpoint's place (declare it to keep entries when the server
+    # moves, or when one endpoint can serve different weights).
     fingerprint: str = ""
     # Threads for an in-process llama.cpp model.
     n_threads: int | None = None

@@ -39,6 +39,7 @@ REPO = Path(__file__).resolve().parents[3]
 OPENAI_COMPATIBLE = ("openai", "deepseek", "xai", "openrouter")
 SPOKEN = OPENAI_COMPATIBLE + ("anthropic", "gemini")
 # Keys litellm checks for each provider: placeholders, set for the rehearsal's run only.
+REHEARSAL_FINGERPRINT = "rubriclab-rehearsal-server"
 PLACEHOLDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY",
                     "XAI_API_KEY", "OPENROUTER_API_KEY")
 # Models that think whether or not an effort is asked for (as the providers document them),
@@ -109,6 +110,10 @@ def overlay(config: Mapping[str, Any], server_url: str, workdir: Path,
             continue
         per_model[model] = {
             "api_base": server_url + ("/v1" if name in OPENAI_COMPATIBLE else ""),
+            # The endpoint is part of a remote model's cache key; the server's port changes
+            # from run to run, so the rehearsal declares the model's identity instead: a rerun
+            # in the same workdir finds its answers, and none passes for the provider's.
+            "fingerprint": REHEARSAL_FINGERPRINT,
             # The server's hangs last longer than this; retries wait little (they are not the
             # provider's real limits, which a paid run meets with the config's own settings).
             "timeout_s": 2.0, "backoff_s": 0.05, "max_backoff_s": 1.0, "num_retries": 8,
