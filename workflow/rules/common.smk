@@ -10,6 +10,7 @@ from rubriclab.carry.prompts import template_fingerprint as judge_prompt_fingerp
 from rubriclab.transfer.prompts import template_fingerprint as transfer_prompt_fingerprint
 from rubriclab.config import apply_env_overrides, load_yaml, validate_config
 from rubriclab.data.download import dataset_files
+from rubriclab.llm.progress import RUN_PLAN_VARIABLE, write_run_plan
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.files import model_slug, tree_fingerprint
 from rubriclab.runs import enter_named_run
@@ -48,6 +49,9 @@ TABLE1_EXAMPLE = str(files("rubriclab") / "resources" / "carry" / "table1_exampl
 
 onstart:
     check_before_first_job(config, warn=lambda line: print(f"warning: {line}", file=sys.stderr))
+    # The jobs of this run, for the progress lines' "run: done/total jobs, time left".
+    write_run_plan("logs/run_plan.json", [job.output for job in workflow.dag.needrun_jobs()])
+    os.environ[RUN_PLAN_VARIABLE] = os.path.abspath("logs/run_plan.json")
 
 
 

@@ -132,7 +132,7 @@ class LLMClient:
                     completion = await self._call(request, keys[i])
             results[i] = completion
             self._record(completion)
-            progress.advance()
+            progress.advance(completion)
 
         # Tasks start in request order and semaphores are FIFO, so a model limited to one
         # call at a time answers in that order (consecutive checks of one item share a prefix).
