@@ -1,5 +1,5 @@
 # Configuration: environment overrides, schema validation with defaults, and helpers shared by
-# every rule file. Secrets never appear here: API keys are read from the environment in src/.
+# every rules file. Secrets never appear here; API keys are read from the environment in src/.
 import hashlib
 import os
 import re
@@ -205,6 +205,18 @@ def carry_targets():
     ]
 
 
+def carry_items_input(wildcards):
+    if wildcards.cdataset == "recon":
+        return {"reports": "data/prepared/recon/reports_recon108.csv",
+                "recon72": "data/prepared/recon/reports_recon72.csv"}
+    return {"table": f"data/prepared/{wildcards.cdataset}.csv"}
+
+
+def carry_report(path, caption):
+    # One caption file per rule: it picks the figure's or table's text by wildcard (Jinja).
+    return report(path, caption=f"../report/{caption}", category="carry")
+
+
 # --- transfer: HealthBench rubric generation, interventions, baselines -------------------------
 
 TRANSFER = config["transfer"]
@@ -278,3 +290,8 @@ def transfer_targets():
         *expand("figures/transfer/{figure}.{ext}", figure=TRANSFER_FIGURES, ext=["png", "pdf"]),
         *expand("figures/transfer/{table}.{ext}", table=TRANSFER_TABLES, ext=["md", "csv"]),
     ]
+
+
+def transfer_report(path, caption):
+    # One caption file per rule: it picks the figure's or table's text by wildcard (Jinja).
+    return report(path, caption=f"../report/{caption}", category="transfer")
