@@ -46,6 +46,7 @@ def two_runs(tmp_path_factory):
     config = write_config(launch, "fake/hash", n=2)
     settings = yaml.safe_load(config.read_text())
     del settings["cache_dir"]  # the default, .cache/rubriclab of the launching directory
+    settings["carry"]["chains"]["recon"] = {"rounds": 1, "chains": ["hand:free", "label:free"]}
     config.write_text(yaml.safe_dump(settings))
     snakemake(launch, config, "--config", "run=baseline", "--", *TARGETS)
     snakemake(launch, config, "--config", "run=reviser-b", SWAP, "--", *TARGETS)

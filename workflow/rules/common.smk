@@ -29,9 +29,7 @@ _validated, RUN_DIR = enter_named_run(_validated, os.getcwd(), workflow.overwrit
 config.clear()
 config.update(_validated)
 if RUN_DIR:
-
     workdir: RUN_DIR
-
 
 DATASETS = ["summedits", "ragtruth"]  # human-labelled: items with correct / flawed labels
 RAW_DATASETS = DATASETS + ["healthbench"]
@@ -52,7 +50,6 @@ onstart:
     # The jobs of this run, for the progress lines' "run: done/total jobs, time left".
     write_run_plan("logs/run_plan.json", [job.output for job in workflow.dag.needrun_jobs()])
     os.environ[RUN_PLAN_VARIABLE] = os.path.abspath("logs/run_plan.json")
-
 
 
 def raw_files(dataset):
