@@ -173,3 +173,19 @@ def test_check_before_first_job_raises_one_line_per_model(schema, embedded, tmp_
         check_before_first_job(validate_config(embedded, schema), warn=print)
     lines = str(caught.value).splitlines()
     assert len(lines) == 2 and "'openai/gpt-nonexistent' (models.judge) needs OPENAI_API_KEY" in lines[1]
+
+
+def test_only_the_models_of_the_jobs_about_to_run_are_checked(schema, embedded, tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    embedded["models"]["judge"] = "openai/gpt-4o"
+    embedded["carry"]["judges"] = None
+    embedded["transfer"]["panel"] = ["openai/gpt-4o-mini@0", "local/default@1"]
+    embedded["cache_dir"] = str(tmp_path)
+    config = validate_config(embedded, schema)
+    # a job that names no model (effective_config), one of the embedded model
+    assert key_problems(config, job_params=[[{"a": 1}], ["local/default", 0.7]]) == ([], [])
+    errors, _ = key_problems(config, job_params=[[{"calls": {"role": "judge"}}, "openai/gpt-4o"]])
+    assert len(errors) == 1 and "'openai/gpt-4o' (models.judge)" in errors[0]
+    # a responder param ("model|k") names its model
+    errors, _ = key_problems(config, job_params=[["openai/gpt-4o-mini|0", 200]])
+    assert len(errors) == 1 and "'openai/gpt-4o-mini' (transfer.panel[0])" in errors[0]

@@ -6,8 +6,9 @@
 - `unknown_keys`: a key the schema does not know, with the closest known key (difflib).
 - `model_problems`: every model string the config names has a provider litellm knows
   (`fake/` and `local/` are rubriclab's own); checked at parse time, so a dry run catches it.
-- `missing_keys`: remote models whose API key is not in the environment and of which the
-  cache holds no answer (so the run could not get far); checked when the run starts.
+- `missing_keys`: remote models of the jobs about to run whose API key is not in the
+  environment and of which the cache holds no answer (so the run could not get far); checked
+  when the run starts.
 """
 
 from __future__ import annotations
@@ -211,16 +212,41 @@ def missing_keys(models: Mapping[str, str], missing_variables: Callable[[str], l
     return errors, warnings
 
 
-def key_problems(config: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """`missing_keys` for the remote models of a validated pipeline config, asking litellm which
+def models_in(values: Iterable[Any], models: Mapping[str, str]) -> dict[str, str]:
+    """The models among `models` that `values` (jobs' params, nested) name: a job's params
+    name every model it calls (a responder as "model|k")."""
+    found: dict[str, str] = {}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            model = value if value in models else value.rpartition("|")[0]
+            if model in models:
+                found[model] = models[model]
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+
+    walk(list(values))
+    return {model: models[model] for model in models if model in found}
+
+
+def key_problems(config: Mapping[str, Any],
+                 job_params: Iterable[Any] | None = None) -> tuple[list[str], list[str]]:
+    """`missing_keys` for the remote models of a validated pipeline config (only those the
+    jobs about to run name in their params, when `job_params` is given), asking litellm which
     variables each needs (skipped where llm.per_model sets check_api_key: false) and the cache
     which models it holds answers of (read only; a missing cache holds none)."""
     from .llm.backends import Backends
     from .llm.cache import SQLiteCache
     from .llm.settings import LLMConfig
 
-    remote = {m: k for m, k in configured_models(config).items()
-              if m.partition("/")[0] not in OWN_PROVIDERS}
+    models = configured_models(config)
+    if job_params is not None:
+        models = models_in(job_params, models)
+    remote = {m: k for m, k in models.items() if m.partition("/")[0] not in OWN_PROVIDERS}
     if not remote:
         return [], []
     llm = LLMConfig.from_dict(config.get("llm"), cache_dir=config.get("cache_dir"))
@@ -238,10 +264,12 @@ def key_problems(config: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     return missing_keys(remote, missing, cached)
 
 
-def check_before_first_job(config: Mapping[str, Any], warn: Callable[[str], None]) -> None:
-    """The Snakefile's onstart: raise ConfigError for models that cannot be called at all,
-    `warn` for those only the cache can answer."""
-    errors, warnings = key_problems(config)
+def check_before_first_job(config: Mapping[str, Any], warn: Callable[[str], None],
+                           job_params: Iterable[Any] | None = None) -> None:
+    """The Snakefile's onstart: raise ConfigError for models of the jobs about to run (their
+    params, `job_params`) that cannot be called at all, `warn` for those only the cache can
+    answer."""
+    errors, warnings = key_problems(config, job_params)
     for line in warnings:
         warn(line)
     raise_if(errors, "the run cannot start (set the keys, or import a cache holding the answers)")

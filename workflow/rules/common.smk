@@ -41,12 +41,16 @@ TABLE1_EXAMPLE = str(files("rubriclab") / "resources" / "carry" / "table1_exampl
 
 # API keys are deliberately not declared as `envvars:`: a run served entirely from the cache
 # (for example from an imported cache file) needs no key. When the run starts (not in a dry run),
-# a model lacking its key whose answers the cache does not hold stops it, one line per model;
-# the model layer checks the key again before each job's first call and names the variable.
+# a model of a job about to run that lacks its key, and whose answers the cache does not hold,
+# stops it, one line per model; the model layer checks the key again before each job's first
+# call and names the variable.
 
 
 onstart:
-    check_before_first_job(config, warn=lambda line: print(f"warning: {line}", file=sys.stderr))
+    check_before_first_job(config, warn=lambda line: print(f"warning: {line}", file=sys.stderr),
+                           # every job that calls a model writes a ledger
+                           job_params=[list(job.params) for job in workflow.dag.needrun_jobs()
+                                       if "ledger" in job.output.keys()])
     # The jobs of this run, for the progress lines' "run: done/total jobs, time left".
     write_run_plan("logs/run_plan.json", [job.output for job in workflow.dag.needrun_jobs()])
     os.environ[RUN_PLAN_VARIABLE] = os.path.abspath("logs/run_plan.json")
