@@ -13,14 +13,18 @@ STAMP := $(VENV)/.installed
 
 .PHONY: reproduce test report dry-run-paper plan plan-paper rehearse install clean-outputs
 
+# RUN=<name>: a named run, written under runs/<name>/ (see README, "Run an ablation").
+RUN ?=
 reproduce: $(STAMP)
-	$(VENV)/bin/snakemake --cores $(CORES)
+	$(VENV)/bin/snakemake --cores $(CORES) $(if $(RUN),--config run=$(RUN))
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
+# With RUN=<name>: runs/<name>/report.html, from the config that run recorded.
 report: $(STAMP)
-	$(VENV)/bin/snakemake --report report.html
+	$(VENV)/bin/snakemake --report report.html \
+		$(if $(RUN),--configfile runs/$(RUN)/results/effective_config.yaml)
 
 dry-run-paper: $(STAMP)
 	$(VENV)/bin/snakemake -n --configfile config/paper.yaml
@@ -58,6 +62,7 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/python -m pip install --quiet --find-links $(WHEELHOUSE) -e '.[local,test]'
 	touch $(STAMP)
 
-# Outputs only: the model-call cache (.cache/) is kept, so paid calls are never lost.
+# Outputs only (named runs' folders included): the model-call cache (.cache/) is kept, so
+# paid calls are never lost.
 clean-outputs:
-	rm -rf results figures logs report.html
+	rm -rf results figures logs report.html runs

@@ -177,3 +177,16 @@ def test_registry_checksums_match_the_mirror():
                 assert sha256_of(mirrored) == spec["sha256"], mirrored
                 checked += 1
     assert checked == 11  # the 8 complete SummEdits domains and the 3 FaithJudge files
+
+
+def test_a_failed_download_points_at_data_mirror(tmp_path):
+    # Nothing listens on port 9 of 127.0.0.1: the connection is refused, as without network.
+    with pytest.raises(DownloadError) as caught:
+        fetch("http://127.0.0.1:9/data.json", tmp_path / "out" / "data.json", None, timeout=5)
+    assert "set data_mirror in the config (or RUBRICLAB_DATA_MIRROR)" in str(caught.value)
+
+
+def test_a_missing_mirror_file_names_data_mirror(tmp_path):
+    with pytest.raises(DownloadError) as caught:
+        copy_from_mirror(tmp_path / "mirror" / "ragtruth", "absent.json", tmp_path / "raw" / "a.json", None)
+    assert f"data_mirror is {str(tmp_path / 'mirror')!r}" in str(caught.value)

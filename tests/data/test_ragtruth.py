@@ -237,3 +237,11 @@ def test_duplicate_sources_are_rejected(tmp_path):
 def test_unknown_format_is_rejected(tmp_path):
     path = write_jsonl(tmp_path / "other.jsonl", [{"question": "?", "answer": "!"}])
     assert error_for([path]).startswith(f"{path}, line 1: not a known RAGTruth format")
+
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n"])
+def test_an_empty_file_is_refused_by_name(tmp_path, content):
+    path = tmp_path / "ragtruth_qa.jsonl"
+    path.write_text(content)
+    assert error_for([path]) == f"{path}: the file is empty: a data file needs at least one row " \
+                                "(fetch it again: delete it and rerun)"

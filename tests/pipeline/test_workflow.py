@@ -185,7 +185,7 @@ def test_swapping_the_judge_reruns_the_judge_and_everything_after_it(finished_ru
     assert "prepare_dataset" not in plan and "fetch_raw" not in plan
 
 
-def test_missing_api_key_stops_the_judge_naming_the_variable(finished_run):
+def test_missing_api_key_stops_the_run_before_its_first_job(finished_run):
     workdir, config = finished_run
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     result = subprocess.run(
@@ -195,8 +195,10 @@ def test_missing_api_key_stops_the_judge_naming_the_variable(finished_run):
                       "--", "results/carry/fig2/summedits/verdicts.csv"),
         capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode != 0
-    log = (workdir / "logs/carry_fig2_judge/summedits.log").read_text()
-    assert "ANTHROPIC_API_KEY" in log
+    assert ("model 'anthropic/claude-sonnet-4-5-20250929' (models.judge) needs ANTHROPIC_API_KEY "
+            "in the environment, and the cache holds no answer of it") in result.stderr
+    assert "message: None" not in result.stderr and "Traceback" not in result.stderr
+    assert "localrule carry_fig2_judge" not in result.stdout + result.stderr  # no job started
     assert not any(r["model"].startswith("anthropic/") for r in ledger_rows(workdir))
 
 

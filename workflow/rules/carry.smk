@@ -15,13 +15,6 @@ wildcard_constraints:
     reviser="|".join(re.escape(slug) for slug in REVISER_BY_SLUG),
 
 
-def carry_items_input(wildcards):
-    if wildcards.cdataset == "recon":
-        return {"reports": "data/prepared/recon/reports_recon108.csv",
-                "recon72": "data/prepared/recon/reports_recon72.csv"}
-    return {"table": f"data/prepared/{wildcards.cdataset}.csv"}
-
-
 rule carry_items:
     input:
         unpack(carry_items_input),
@@ -31,6 +24,8 @@ rule carry_items:
     params:
         environments=config["carry"]["recon"]["environments"],
         code=CARRY_CODE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_items/{cdataset}.log",
     script:
@@ -45,6 +40,8 @@ rule carry_rubric_hand:
         "results/carry/rubrics/recon/hand.json",
     params:
         code=CARRY_CODE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_rubric/recon-hand.log",
     script:
@@ -70,6 +67,8 @@ rule carry_rubric_model:
         code=CARRY_CODE,
     resources:
         **model_resources(GENERATOR),
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_rubric/{cdataset}-{source}.log",
     benchmark:
@@ -94,6 +93,8 @@ rule carry_chain:
     resources:
         local_llm=lambda w: model_resources(REVISER_BY_SLUG[w.reviser])["local_llm"],
         api_calls=lambda w: model_resources(REVISER_BY_SLUG[w.reviser])["api_calls"],
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_chain/{cdataset}-{reviser}-{source}-{mode}-seed{seed}.log",
     benchmark:
@@ -123,6 +124,8 @@ rule carry_judge:
     resources:
         local_llm=lambda w: model_resources(JUDGE_BY_SLUG[w.judge])["local_llm"],
         api_calls=lambda w: model_resources(JUDGE_BY_SLUG[w.judge])["api_calls"],
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_judge/{cdataset}-{judge}.log",
     benchmark:
@@ -149,6 +152,8 @@ rule carry_analyse:
         renderings=config["carry"]["recon"]["renderings"],
         bootstrap=config["carry"]["bootstrap"],
         code=CARRY_CODE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_analyse/{cdataset}-{judge}.log",
     benchmark:
@@ -166,6 +171,8 @@ rule carry_collect:
         rates="results/carry/rates.csv",
         attribution="results/carry/attribution.csv",
         deletions="results/carry/deletions.csv",
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_collect.log",
     script:
@@ -188,6 +195,8 @@ rule carry_failing_checks:
         environment=config["carry"]["recon"]["table4_environment"],
         reviser=REVISER,
         code=CARRY_CODE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_failing_checks.log",
     script:
@@ -205,15 +214,12 @@ rule carry_gate_agreement:
     params:
         judges=CARRY_JUDGES,
         code=CARRY_CODE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_gate_agreement.log",
     script:
         "../scripts/carry_gate_agreement.py"
-
-
-def carry_report(path, caption):
-    # One caption file per rule: it picks the figure's or table's text by wildcard (Jinja).
-    return report(path, caption=f"../report/{caption}", category="carry")
 
 
 rule carry_figure:
@@ -230,6 +236,8 @@ rule carry_figure:
     params:
         judge=JUDGE,
         code=CARRY_CODE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_figure/{figure}.log",
     script:
@@ -248,6 +256,8 @@ rule carry_table:
     params:
         judge=JUDGE,
         code=CARRY_CODE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_table/{table}.log",
     script:

@@ -1,7 +1,9 @@
 # Configuration: environment overrides, schema validation with defaults, and helpers shared by
-# every rule file. Secrets never appear here: API keys are read from the environment in src/.
+# every rules file. Secrets never appear here; API keys are read from the environment in src/.
 import hashlib
+import os
 import re
+import sys
 from importlib.resources import files
 
 from rubriclab.carry.prompts import template_fingerprint as judge_prompt_fingerprint
@@ -9,14 +11,26 @@ from rubriclab.transfer.prompts import template_fingerprint as transfer_prompt_f
 from rubriclab.config import apply_env_overrides, load_yaml, validate_config
 from rubriclab.data.download import dataset_files
 from rubriclab.data.hub import check_source as check_hub_source
+from rubriclab.llm.progress import RUN_PLAN_VARIABLE, write_run_plan
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.files import model_slug, tree_fingerprint
+from rubriclab.runs import enter_named_run
+from rubriclab.validate import (check_before_first_job, coerce_command_line, configured_models,
+                                model_problems, raise_if, unknown_keys)
 
 
 _schema = load_yaml(workflow.source_path("../schemas/config.schema.yaml"))
-_validated = validate_config(apply_env_overrides(config), _schema)
+# --config values given in nested form arrive as strings; numbers among them are read as such.
+_given = coerce_command_line(apply_env_overrides(config), workflow.config_settings.config, _schema)
+raise_if(unknown_keys(_given, _schema), "invalid configuration")
+_validated = validate_config(_given, _schema)
+raise_if(model_problems(configured_models(_validated)), "model strings that cannot be called")
+# A named run (`run: <name>`) works in runs/<name>/, the cache and data mirror still shared.
+_validated, RUN_DIR = enter_named_run(_validated, os.getcwd(), workflow.overwrite_workdir)
 config.clear()
 config.update(_validated)
+if RUN_DIR:
+    workdir: RUN_DIR
 
 DATASETS = ["summedits", "ragtruth"]  # human-labelled: items with correct / flawed labels
 RAW_DATASETS = DATASETS + ["healthbench"]
@@ -27,8 +41,20 @@ GENERIC_CHECKLISTS = str(files("rubriclab") / "resources" / "checklists" / "gene
 TABLE1_EXAMPLE = str(files("rubriclab") / "resources" / "carry" / "table1_example.yaml")
 
 # API keys are deliberately not declared as `envvars:`: a run served entirely from the cache
-# (for example from an imported cache file) needs no key. The model layer checks the key of each
-# model it is about to call, before its first call, and names the missing variable.
+# (for example from an imported cache file) needs no key. When the run starts (not in a dry run),
+# a model of a job about to run that lacks its key, and whose answers the cache does not hold,
+# stops it, one line per model; the model layer checks the key again before each job's first
+# call and names the variable.
+
+
+onstart:
+    check_before_first_job(config, warn=lambda line: print(f"warning: {line}", file=sys.stderr),
+                           # every job that calls a model writes a ledger
+                           job_params=[list(job.params) for job in workflow.dag.needrun_jobs()
+                                       if "ledger" in job.output.keys()])
+    # The jobs of this run, for the progress lines' "run: done/total jobs, time left".
+    write_run_plan("logs/run_plan.json", [job.output for job in workflow.dag.needrun_jobs()])
+    os.environ[RUN_PLAN_VARIABLE] = os.path.abspath("logs/run_plan.json")
 
 
 # A dataset read from Hugging Face (datasets.<name>.hub) fetches no raw files: its prepare job
@@ -192,6 +218,18 @@ def carry_targets():
     ]
 
 
+def carry_items_input(wildcards):
+    if wildcards.cdataset == "recon":
+        return {"reports": "data/prepared/recon/reports_recon108.csv",
+                "recon72": "data/prepared/recon/reports_recon72.csv"}
+    return {"table": f"data/prepared/{wildcards.cdataset}.csv"}
+
+
+def carry_report(path, caption):
+    # One caption file per rule: it picks the figure's or table's text by wildcard (Jinja).
+    return report(path, caption=f"../report/{caption}", category="carry")
+
+
 # --- transfer: HealthBench rubric generation, interventions, baselines -------------------------
 
 TRANSFER = config["transfer"]
@@ -265,3 +303,8 @@ def transfer_targets():
         *expand("figures/transfer/{figure}.{ext}", figure=TRANSFER_FIGURES, ext=["png", "pdf"]),
         *expand("figures/transfer/{table}.{ext}", table=TRANSFER_TABLES, ext=["md", "csv"]),
     ]
+
+
+def transfer_report(path, caption):
+    # One caption file per rule: it picks the figure's or table's text by wildcard (Jinja).
+    return report(path, caption=f"../report/{caption}", category="transfer")

@@ -7,6 +7,8 @@
 rule fetch_raw:
     output:
         "data/raw/{dataset}/{filename}",
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/fetch_raw/{dataset}/{filename}.log",
     wildcard_constraints:
@@ -24,6 +26,8 @@ rule prepare_dataset:
         manifest="data/prepared/{dataset}_manifest.json",
     params:
         settings=lambda wc: config["datasets"][wc.dataset],
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/prepare_dataset/{dataset}.log",
     wildcard_constraints:
@@ -43,6 +47,8 @@ rule prepare_healthbench:
         manifest="data/prepared/healthbench_manifest.json",
     params:
         settings={k: v for k, v in config["datasets"]["healthbench"].items() if not k.endswith("_files")},
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/prepare_healthbench.log",
     script:
@@ -61,6 +67,8 @@ rule data_summary:
             caption="../report/data_summary.rst",
             category="data",
         ),
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/data_summary.log",
     script:
@@ -74,6 +82,8 @@ rule effective_config:
         "results/effective_config.yaml",
     params:
         config=config,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/effective_config.log",
     script:

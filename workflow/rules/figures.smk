@@ -9,6 +9,8 @@ rule carry_fig2_rates:
         mean="results/carry/fig2/{dataset}/rates_mean.csv",
     params:
         lengths=config["carry"]["fig2"]["lengths"],
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_fig2_rates/{dataset}.log",
     wildcard_constraints:
@@ -37,6 +39,8 @@ rule carry_fig2_plot:
     params:
         datasets=config["carry"]["fig2"]["datasets"],
         judge=JUDGE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_fig2_plot.log",
     script:
@@ -61,6 +65,8 @@ rule cost_report:
             caption="../report/cost_report.rst",
             category="accounting",
         ),
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/cost_report.log",
     script:
@@ -76,6 +82,8 @@ rule carry_table1:
         csv="figures/carry/table1_shapley_example.csv",
     params:
         code=CARRY_CODE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_table1.log",
     script:

@@ -21,6 +21,8 @@ rule carry_fig2_judge:
         **model_resources(JUDGE),
     # Before verify_judge_labels, which then finds these items' calls in the cache.
     priority: 10
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/carry_fig2_judge/{dataset}.log",
     benchmark:

@@ -11,6 +11,8 @@ rule build_recon:
     params:
         seed=config["recon"]["seed"],
         generator=recon_generator_fingerprint(),
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/build_recon.log",
     script:

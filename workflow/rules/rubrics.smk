@@ -6,6 +6,8 @@ rule generic_checklist:
         GENERIC_CHECKLISTS,
     output:
         "results/carry/rubrics/generic/{dataset}.json",
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/generic_checklist/{dataset}.log",
     wildcard_constraints:

@@ -26,6 +26,8 @@ rule transfer_examples:
         max_criteria=TRANSFER["max_criteria"],
         max_conversation_chars=TRANSFER["max_conversation_chars"],
         code=TRANSFER_CODE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_examples.log",
     script:
@@ -46,6 +48,8 @@ rule transfer_restate:
         **T_SAMPLING,
     resources:
         **model_resources(T_RESTATER),
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_restate.log",
     benchmark:
@@ -70,6 +74,8 @@ rule transfer_generate:
     resources:
         local_llm=lambda w: model_resources(T_GENERATOR_BY_SLUG[w.tgen])["local_llm"],
         api_calls=lambda w: model_resources(T_GENERATOR_BY_SLUG[w.tgen])["api_calls"],
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_generate/{tgen}.log",
     benchmark:
@@ -94,6 +100,8 @@ rule transfer_respond:
     resources:
         local_llm=lambda w: model_resources(RESPONDER_BY_SLUG[w.responder].split("|")[0])["local_llm"],
         api_calls=lambda w: model_resources(RESPONDER_BY_SLUG[w.responder].split("|")[0])["api_calls"],
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_respond/{responder}.log",
     benchmark:
@@ -120,6 +128,8 @@ rule transfer_degrade:
     resources:
         local_llm=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["local_llm"],
         api_calls=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["api_calls"],
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_degrade/{tmodel}.log",
     benchmark:
@@ -146,6 +156,8 @@ rule transfer_judge:
         code=TRANSFER_CODE,
     resources:
         **model_resources(T_JUDGE),
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_judge/{responses}.log",
     benchmark:
@@ -175,6 +187,8 @@ rule transfer_intervene:
     resources:
         local_llm=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["local_llm"],
         api_calls=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["api_calls"],
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_intervene/{tmodel}.log",
     benchmark:
@@ -201,6 +215,8 @@ rule transfer_match:
         **T_SAMPLING,
     resources:
         **model_resources(T_MATCHER),
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_match/{tgen}.log",
     benchmark:
@@ -219,6 +235,8 @@ rule transfer_embed:
     params:
         model=TRANSFER["embedding_model"],
         code=TRANSFER_CODE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_embed.log",
     benchmark:
@@ -254,17 +272,14 @@ rule transfer_analyse:
         tau=TRANSFER["tau"],
         bootstrap=TRANSFER["bootstrap"],
         code=TRANSFER_CODE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_analyse.log",
     benchmark:
         "results/benchmarks/transfer_analyse.tsv"
     script:
         "../scripts/transfer_analyse.py"
-
-
-def transfer_report(path, caption):
-    # One caption file per rule: it picks the figure's or table's text by wildcard (Jinja).
-    return report(path, caption=f"../report/{caption}", category="transfer")
 
 
 rule transfer_figure:
@@ -280,6 +295,8 @@ rule transfer_figure:
     params:
         response_model=T_RESPONSE_MODEL,
         code=TRANSFER_CODE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_figure/{tfigure}.log",
     script:
@@ -299,6 +316,8 @@ rule transfer_table:
     params:
         response_model=T_RESPONSE_MODEL,
         code=TRANSFER_CODE,
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_table/{ttable}.log",
     script:

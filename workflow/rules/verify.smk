@@ -16,6 +16,8 @@ rule verify_agent_trials:
         code=verify_code_fingerprint(),
     resources:
         **model_resources(AGENT),
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/verify_agent_trials.log",
     benchmark:
@@ -37,6 +39,8 @@ rule verify_reply_rubric:
         code=verify_code_fingerprint(),
     resources:
         **model_resources(JUDGE),
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/verify_reply_rubric.log",
     benchmark:
@@ -62,6 +66,8 @@ rule verify_judge_labels:
         prompt_template=judge_prompt_fingerprint(),
     resources:
         **model_resources(JUDGE),
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/verify_judge_labels/{dataset}.log",
     benchmark:
@@ -92,6 +98,8 @@ rule verify_calibration:
         n_boot=config["verify"]["bootstrap"],
         seed=config["verify"]["seed"],
         level=config["verify"]["level"],
+    conda:
+        "../envs/rubriclab.yaml"
     log:
         "logs/verify_calibration.log",
     script:

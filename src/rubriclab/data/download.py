@@ -42,16 +42,21 @@ def fetch(url: str, dest: Path, sha256: str | None, timeout: float = 60) -> Path
         except (OSError, http.client.HTTPException) as exc:  # URLError, HTTPError, timeouts
             if isinstance(exc, urllib.error.HTTPError):
                 exc.close()  # it holds the open connection
-            raise DownloadError(f"could not download {url}: {exc}") from exc
+            raise DownloadError(
+                f"could not download {url}: {exc}; without network, set data_mirror in the "
+                "config (or RUBRICLAB_DATA_MIRROR) to a folder of copies of the original files"
+            ) from exc
 
     return _write_verified(dest, download_to, sha256, source=url)
 
 
 def copy_from_mirror(mirror_dir: Path, name: str, dest: Path, sha256: str | None) -> Path:
     """Copy ``mirror_dir / name`` to ``dest`` byte for byte, verifying its sha256 when given."""
-    source = Path(mirror_dir) / name
+    mirror_dir = Path(mirror_dir)
+    source = mirror_dir / name
     if not source.is_file():
-        raise DownloadError(f"mirror file not found: {source}")
+        raise DownloadError(f"mirror file not found: {source} (data_mirror is {str(mirror_dir.parent)!r}; "
+                            f"it holds one folder per dataset, here {mirror_dir.name}/)")
 
     def copy_to(handle) -> None:
         with open(source, "rb") as original:

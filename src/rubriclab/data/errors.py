@@ -26,8 +26,12 @@ class DataFormatError(ValueError):
 
 
 def read_text(path: Path) -> str:
-    """Read a UTF-8 file; undecodable bytes raise DataFormatError at their line."""
+    """Read a UTF-8 file; undecodable bytes raise DataFormatError at their line, and a file
+    with nothing in it (a failed copy, a truncated download) is refused by name."""
     data = Path(path).read_bytes()
+    if not data.strip():
+        raise DataFormatError(path, None, "the file is empty: a data file needs at least one row "
+                                          "(fetch it again: delete it and rerun)")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -228,7 +228,7 @@ class LLMClient:
             results[i] = completion
             self._record(completion)
             self._note_outcome(completion, settings, streaks)
-            progress.advance()
+            progress.advance(completion)
 
         async def answer_batch(model: str, indices: list[int]) -> None:
             unique = {keys[i]: requests[i] for i in indices}
@@ -238,7 +238,7 @@ class LLMClient:
                 async with limits[model]:
                     results[i] = await self._settle(requests[i], keys[i], outcomes[keys[i]])
                 self._record(results[i])
-                progress.advance()
+                progress.advance(results[i])
 
             await asyncio.gather(*(settle(i) for i in indices))
 

@@ -1,0 +1,72 @@
+"""Named runs: `run: <name>` in config gives a run its own folder, runs/<name>/, for everything it
+writes (data/, results/, figures/, logs/, Snakemake's own metadata), so a baseline and its
+ablations sit side by side. The model-call cache, the assembled models and the data mirror stay
+where the launching directory has them, so an ablation pays only for the calls it changes.
+
+A run without a name keeps today's layout (results/, figures/ in the working directory).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, MutableMapping
+
+from .config import ConfigError
+from .llm.settings import DEFAULT_CACHE_DIR
+
+RUNS_DIR = "runs"
+RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Environment variables naming folders: made absolute so a job in runs/<name>/ finds the same.
+PATH_VARIABLES = ("RUBRICLAB_CACHE", "RUBRICLAB_MODELS_DIR", "RUBRICLAB_DATA_MIRROR")
+
+
+def run_directory(name: str | None, launch_dir: str | Path) -> Path | None:
+    """runs/<name> under the launching directory, or None for the unnamed default run."""
+    if name is None:
+        return None
+    if not RUN_NAME.match(name) or name in (".", ".."):
+        raise ConfigError(f"config key 'run': {name!r} is not a folder name (letters, digits, "
+                          "'.', '_' and '-', starting with a letter or digit)")
+    return Path(launch_dir).resolve() / RUNS_DIR / name
+
+
+def anchor_to_launch_dir(config: dict[str, Any], launch_dir: str | Path,
+                         environ: MutableMapping[str, str] | None = None) -> dict[str, Any]:
+    """The config of a named run with its shared folders made absolute, so that the run's jobs,
+    which work inside runs/<name>/, use the launching directory's cache, models and mirror.
+
+    The cache folder is written into `cache_dir` (the default one included) unless
+    RUBRICLAB_CACHE names it; relative folders in those environment variables are made absolute
+    in `environ` (the jobs inherit it).
+    """
+    environ = os.environ if environ is None else environ
+    base = Path(launch_dir).resolve()
+
+    def absolute(path: str | Path) -> str:
+        return str(base / Path(path).expanduser())
+
+    for variable in PATH_VARIABLES:
+        if environ.get(variable):
+            environ[variable] = absolute(environ[variable])
+    anchored = dict(config)
+    if anchored.get("data_mirror"):
+        anchored["data_mirror"] = absolute(anchored["data_mirror"])
+    if not environ.get("RUBRICLAB_CACHE"):
+        anchored["cache_dir"] = absolute(anchored.get("cache_dir") or DEFAULT_CACHE_DIR)
+    return anchored
+
+
+def enter_named_run(config: dict[str, Any], launch_dir: str | Path, directory_option: Any,
+                    environ: MutableMapping[str, str] | None = None) -> tuple[dict[str, Any], Path | None]:
+    """(the config to run with, the run's folder or None): what common.smk applies before any
+    rule is defined. `directory_option` is Snakemake's --directory, which a named run replaces."""
+    folder = run_directory(config.get("run"), launch_dir)
+    if folder is None:
+        return config, None
+    if directory_option is not None:
+        raise ConfigError(f"config key 'run' ({config['run']!r}) chooses the run's folder "
+                          f"({RUNS_DIR}/{config['run']}/), so --directory cannot be given too; "
+                          "leave one of them out")
+    return anchor_to_launch_dir(config, launch_dir, environ), folder

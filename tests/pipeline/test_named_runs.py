@@ -1,0 +1,96 @@
+"""Named runs side by side: a baseline and a reviser swap, each in runs/<name>/, one cache."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rubriclab.files import model_slug
+from tests.pipeline.test_workflow import REPO, write_config
+
+pytestmark = pytest.mark.pipeline
+
+# Enough of the pipeline to hold jobs that depend on the reviser (Recon's revision chains and
+# their judging) and one that does not (Figure 2's judging of SummEdits).
+TARGETS = [f"results/carry/judged/recon/{model_slug('fake/hash')}/verdicts.csv",
+           "results/carry/fig2/summedits/verdicts.csv"]
+SWAP = "models={'reviser': 'fake/hash?salt=another-reviser'}"
+
+
+def snakemake(launch: Path, config: Path, *extra: str, check: bool = True):
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "2",
+         "--configfile", str(REPO / "config" / "config.yaml"), str(config), *extra],
+        cwd=launch, capture_output=True, text=True, timeout=600,
+        env={k: v for k, v in os.environ.items() if k != "RUBRICLAB_CACHE"})
+    if check and result.returncode != 0:
+        pytest.fail(f"snakemake failed ({result.returncode}):\n{result.stderr[-4000:]}")
+    return result
+
+
+def ledger(run: Path) -> list[dict]:
+    """Every ledger row of the run, its rule without the job's wildcards."""
+    rows = []
+    for path in sorted((run / "results" / "ledger").glob("*.jsonl")):
+        rows += [json.loads(line) for line in path.read_text().splitlines()]
+    return [{**row, "rule": row["rule"].split("[")[0]} for row in rows]
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    launch = tmp_path_factory.mktemp("launch")
+    config = write_config(launch, "fake/hash", n=2)
+    settings = yaml.safe_load(config.read_text())
+    del settings["cache_dir"]  # the default, .cache/rubriclab of the launching directory
+    settings["carry"]["chains"]["recon"] = {"rounds": 1, "chains": ["hand:free", "label:free"]}
+    config.write_text(yaml.safe_dump(settings))
+    snakemake(launch, config, "--config", "run=baseline", "--", *TARGETS)
+    snakemake(launch, config, "--config", "run=reviser-b", SWAP, "--", *TARGETS)
+    return launch, config
+
+
+def test_each_named_run_writes_its_own_folder_and_shares_the_cache(two_runs):
+    launch, _ = two_runs
+    for name in ("baseline", "reviser-b"):
+        run = launch / "runs" / name
+        assert (run / TARGETS[0]).is_file()
+        assert (run / "data/prepared/summedits.csv").is_file()
+        assert (run / "logs").is_dir() and (run / ".snakemake").is_dir()
+    assert not (launch / "results").exists() and not (launch / "data").exists()
+    assert (launch / ".cache/rubriclab/llm_cache.sqlite").is_file()
+    assert not list((launch / "runs").glob("*/.cache"))
+    chains = {name: {p.parent.name for p in (launch / "runs" / name).glob("results/carry/chains/recon/*/*.json")}
+              for name in ("baseline", "reviser-b")}
+    assert chains["baseline"] != chains["reviser-b"] and len(chains["reviser-b"]) == 1
+
+
+def test_the_swap_pays_only_for_the_reviser_and_the_checks_it_changed(two_runs):
+    launch, _ = two_runs
+    baseline, swap = (ledger(launch / "runs" / name) for name in ("baseline", "reviser-b"))
+    paid_before = {r["key"] for r in baseline if r["cached"] is False}
+    assert paid_before
+    paid = [r for r in swap if not r["cached"]]
+    assert {r["rule"] for r in paid} <= {"carry_chain", "carry_judge"}
+    assert any(r["rule"] == "carry_chain" for r in paid)
+    # Every judge call the two runs share was answered by the cache in the second.
+    shared = [r for r in swap if r["key"] in {b["key"] for b in baseline}]
+    assert shared and all(r["cached"] for r in shared)
+    assert {r["rule"] for r in shared} >= {"carry_fig2_judge", "carry_judge"}
+    assert all(r["cached"] for r in swap if r["rule"] == "carry_fig2_judge")
+
+
+def test_the_swap_leaves_the_baseline_as_it_was(two_runs):
+    launch, config = two_runs
+    plan = snakemake(launch, config, "-n", "--config", "run=baseline", "--", *TARGETS).stdout
+    assert "Nothing to be done" in plan
+
+
+def test_a_named_run_with_directory_is_refused(two_runs, tmp_path):
+    launch, config = two_runs
+    result = snakemake(launch, config, "-n", "-d", str(tmp_path), "--config", "run=x", check=False)
+    assert result.returncode != 0
+    assert "--directory cannot be given too" in result.stderr + result.stdout
