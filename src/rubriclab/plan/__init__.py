@@ -36,7 +36,8 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
     if run_model_free_prefix(workflow, snakefile, configfiles, config_args, cores):
         workflow = load_workflow(snakefile, workdir, configfiles, overrides, targets or ())
     llm = LLMConfig.from_dict(workflow.config["llm"], cache_dir=workflow.config["cache_dir"])
-    cache_path = llm.cache_path if llm.cache_path.is_absolute() else workdir / llm.cache_path
+    cache_path = (llm.cache_path if llm.cache_path.is_absolute()
+                  else workflow.workdir / llm.cache_path)
     cache = SQLiteCache(cache_path) if cache_path.is_file() else None
     try:
         rows = plan_workflow(workflow, StandIn(free_text_share), cache)
@@ -44,6 +45,7 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
         if cache is not None:
             cache.close()
     table = plan_table(rows, llm)
+    table.attrs["workdir"] = str(workflow.workdir)  # runs/<name>/ for a named run
     digest = config_digest(workflow.config)
     name = ", ".join(str(p) for p in configfiles) or "config/config.yaml"
     markdown = plan_markdown(table, config_name=name, digest=digest, llm=llm,
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace, write_plan) -> int:
     share = None if args.rehearsal_answers else args.free_text_share
     table, markdown, digest = build_plan(snakefile, args.directory, list(args.configfile),
                                          config_args, free_text_share=share, cores=args.cores)
-    paths = write_plan(table, markdown, args.directory.resolve(), digest)
+    paths = write_plan(table, markdown, Path(table.attrs["workdir"]), digest)
     print(markdown)
     print(f"written: {', '.join(str(p) for p in paths)} ({time.monotonic() - started:.0f} s)")
     return 0

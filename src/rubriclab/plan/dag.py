@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -44,7 +45,8 @@ class PlannedJob:
 class Workflow:
     jobs: list[PlannedJob]   # in an order where every job comes after the jobs it needs
     config: dict[str, Any]   # the validated config the rules and scripts see
-    workdir: Path
+    workdir: Path            # where the jobs run: runs/<name>/ for a named run
+    launch_dir: Path | None = None  # where snakemake is started (-d)
 
     def model_free_prefix(self) -> list[PlannedJob]:
         """Jobs that call no model, need no job that does (directly or not), and that some
@@ -62,22 +64,36 @@ class Workflow:
 def load_workflow(snakefile: Path, workdir: Path, configfiles: Iterable[Path],
                   config: Mapping[str, Any], targets: Iterable[str] = ()) -> Workflow:
     """Build the DAG of `targets` (default: the default target) in-process, nothing run."""
+    snakefile = Path(snakefile).resolve()
+    configfiles = [Path(p).resolve() for p in configfiles]
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    launched_in = Path.cwd()
+    # Started in the run's folder as `snakemake` is (not with a workdir, which a named run
+    # would refuse beside its own folder).
+    os.chdir(workdir)
+    try:
+        return _load(snakefile, workdir, configfiles, config, targets)
+    finally:
+        os.chdir(launched_in)
+
+
+def _load(snakefile: Path, workdir: Path, configfiles: list[Path], config: Mapping[str, Any],
+          targets: Iterable[str]) -> Workflow:
     from snakemake.api import SnakemakeApi
     from snakemake.settings.enums import Quietness
     from snakemake.settings.types import (
         ConfigSettings, DAGSettings, OutputSettings, ResourceSettings, StorageSettings,
     )
 
-    workdir.mkdir(parents=True, exist_ok=True)
     with contextlib.redirect_stderr(io.StringIO()), \
             SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
         workflow_api = api.workflow(
             resource_settings=ResourceSettings(cores=1),
-            config_settings=ConfigSettings(configfiles=[Path(p).resolve() for p in configfiles],
+            config_settings=ConfigSettings(configfiles=configfiles,
                                            config=dict(config)),
             storage_settings=StorageSettings(),
             snakefile=Path(snakefile).resolve(),
-            workdir=workdir.resolve(),
         )
         dag_api = workflow_api.dag(DAGSettings(targets=set(targets)))
         # Snakemake has no public call that returns the DAG's jobs: this is what its own
@@ -85,6 +101,8 @@ def load_workflow(snakefile: Path, workdir: Path, configfiles: Iterable[Path],
         workflow = dag_api.workflow_api._workflow
         workflow._prepare_dag(forceall=False, ignore_incomplete=True, lock_warn_only=True)
         workflow._build_dag()
+        # A named run (run: <name>) moves the workflow into runs/<name>/.
+        run_dir = Path.cwd()
         dag = workflow.dag
         to_run = set(dag.needrun_jobs())
         all_jobs = _all_jobs(dag)
@@ -102,7 +120,8 @@ def load_workflow(snakefile: Path, workdir: Path, configfiles: Iterable[Path],
             )
             for job in order
         ]
-        return Workflow(jobs=jobs, config=dict(workflow.config), workdir=workdir.resolve())
+        return Workflow(jobs=jobs, config=dict(workflow.config), workdir=run_dir.resolve(),
+                        launch_dir=workdir)
 
 
 def _all_jobs(dag: Any) -> list:
@@ -147,13 +166,14 @@ def run_model_free_prefix(workflow: Workflow, snakefile: Path, configfiles: Iter
         return []
     # Targets first: --configfile and --config take every value that follows them.
     command = [sys.executable, "-m", "snakemake", *targets, "-s", str(Path(snakefile).resolve()),
-               "-d", str(workflow.workdir), "--cores", str(cores)]
+               "--cores", str(cores)]
     configfiles = [str(Path(path).resolve()) for path in configfiles]
     if configfiles:
         command += ["--configfile", *configfiles]
     if config_args:
         command += ["--config", *config_args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800,
+                          cwd=workflow.launch_dir or workflow.workdir)
     if done.returncode != 0:
         raise RuntimeError("plan: preparing the data (no model calls) failed:\n"
                            + (done.stderr or done.stdout)[-4000:])
