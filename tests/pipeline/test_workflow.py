@@ -243,6 +243,20 @@ def test_report_builds_offline_with_the_figure_and_its_caption(finished_run):
     assert "transfer, Table A.9: how much each intervention changes the response" in html
 
 
+def test_report_by_a_later_command_with_another_judge_keeps_the_judge_of_the_run(finished_run):
+    """Captions come from the provenance written with each figure, not from the report's config."""
+    workdir, config = finished_run
+    provenance = json.loads((workdir / "figures/carry/fig2_checklist_length.provenance.json")
+                            .read_text())
+    assert provenance["models"]["judge"] == {"model": "fake/hash", "label": "fake/hash"}
+    run(workdir, config, "--report", str(workdir / "report_b.html"), "--config",
+        "models={'judge': 'fake/yes'}", "carry={'judges': ['fake/yes']}")
+    html = (workdir / "report_b.html").read_text()
+    assert "judged by <tt class=\\\"docutils literal\\\">fake/hash</tt>" in html
+    assert "judged by <tt class=\\\"docutils literal\\\">fake/yes</tt>" not in html
+    assert provenance["config_digest"][:19] in html
+
+
 def test_data_summary_tabulates_every_prepared_dataset(finished_run):
     workdir, _ = finished_run
     summary = (workdir / "figures/data_summary.md").read_text()

@@ -28,6 +28,7 @@ rule carry_fig2_plot:
             subcategory="Figure 2",
         ),
         pdf="figures/carry/fig2_checklist_length.pdf",
+        provenance="figures/carry/fig2_checklist_length.provenance.json",
         csv=report(
             "figures/carry/fig2_checklist_length.csv",
             caption="../report/fig2_checklist_length_csv.rst",
@@ -37,6 +38,9 @@ rule carry_fig2_plot:
     params:
         datasets=config["carry"]["fig2"]["datasets"],
         judge=JUDGE,
+        models={"judge": JUDGE},
+        labels=labels_of({"judge": JUDGE}),
+        provenance=recorded_provenance,
     log:
         "logs/carry_fig2_plot.log",
     script:
