@@ -27,7 +27,7 @@ from matplotlib.ticker import MaxNLocator, PercentFormatter  # noqa: E402
 from matplotlib.transforms import offset_copy  # noqa: E402
 from rubriclab.labels import ModelLabels, current_labels
 from rubriclab.plotting import error_lengths as _error
-from rubriclab.plotting import plural
+from rubriclab.plotting import not_available, plural
 from rubriclab.plotting import save_figure as _save
 from rubriclab.tidy import ensure_unique, require_columns, select
 
@@ -374,8 +374,10 @@ def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str,
     revisers = list(dict.fromkeys(table["reviser"]))
     # Each (reviser, mode) line sits a little to the side of the round it belongs to, so lines
     # of equal value (all at 100%, say) stay distinguishable instead of hiding each other.
-    arms = list(dict.fromkeys(zip(table["reviser"], table["mode"])))
-    spread = 0.24 if len(arms) > 1 else 0.0
+    metrics = ordered(table["metric"], METRICS)
+    arms = [(reviser, mode, metric) for reviser, mode in
+            dict.fromkeys(zip(table["reviser"], table["mode"])) for metric in metrics]
+    spread = 0.36 if len(arms) > 1 else 0.0
     shifts = {arm: (i / (len(arms) - 1) - 0.5) * spread if len(arms) > 1 else 0.0
               for i, arm in enumerate(arms)}
     for reviser, mode in dict.fromkeys(zip(rows["reviser"], rows["mode"])):
@@ -385,7 +387,7 @@ def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str,
             if series.empty:
                 continue
             color = MODE_COLORS.get(mode, "black")
-            x = series["round"] + shifts[(reviser, mode)]
+            x = series["round"] + shifts[(reviser, mode, metric)]
             ax.plot(x, series["value"], color=color,
                     marker=_reviser_marker(revisers, reviser), markersize=3.5,
                     linestyle=METRIC_LINESTYLES.get(metric, "-."), clip_on=False)
@@ -492,12 +494,15 @@ def fig5_attribution_by_origin(attribution: pd.DataFrame, deletions: pd.DataFram
                                             "mean_blame": ("false-fail blame", "tab:red")})
         ax_a.set_ylabel("mean per check (items)")
         ax_a.set_title(_panel_title(0, "Shapley credit and blame per check, by origin"))
-        _grouped_bars(ax_b, labels, table, {
-            "deleted": ("deleted", "tab:gray"),
-            "deleted_with_unique_catch": ("held a unique catch", "tab:green"),
-            "deleted_with_blame": ("carried blame", "tab:red")})
-        ax_b.set_ylabel("number of checks")
-        ax_b.yaxis.set_major_locator(MaxNLocator(integer=True))
+        if table["deleted"].sum() == 0:
+            not_available(ax_b, "no chain deleted a check")
+        else:
+            _grouped_bars(ax_b, labels, table, {
+                "deleted": ("deleted", "tab:gray"),
+                "deleted_with_unique_catch": ("held a unique catch", "tab:green"),
+                "deleted_with_blame": ("carried blame", "tab:red")})
+            ax_b.set_ylabel("number of checks")
+            ax_b.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax_b.set_title(_panel_title(1, f"Deleted checks by origin:\n{fig5_title(table)}"),
                        fontsize=10)
         states = int(table["checks"].sum())
