@@ -137,9 +137,11 @@ def _mark_crossovers(ax, points: pd.DataFrame) -> None:
     for point in points.itertuples(index=False):
         ax.plot(point.flawed_share, point.accuracy, marker="o", color="black", markersize=5,
                 clip_on=False)
-        ax.annotate(f"equal at share {point.flawed_share:.2f}",
-                    (point.flawed_share, point.accuracy),
-                    textcoords="offset points", xytext=(-4, 8), ha="right", fontsize=8)
+        share = max(float(point.flawed_share), 0.0)  # never "-0.00"
+        left = share > 0.3  # the label on the side with room
+        ax.annotate(f"equal at share {share:.2f}", (point.flawed_share, point.accuracy),
+                    textcoords="offset points", xytext=(-4 if left else 6, 8),
+                    ha="right" if left else "left", fontsize=8)
 
 
 def _rates_of_table(table: pd.DataFrame) -> dict[str, Rates]:

@@ -260,7 +260,8 @@ def _fig1_points(ax, rows: pd.DataFrame, judge_main: str, labels: ModelLabels) -
     handles += [Line2D([], [], color="black", linestyle="none",
                        marker=RENDERING_MARKERS.get(r, "x"), label=RENDERING_TITLES.get(r, r))
                 for r in renderings]
-    ax.legend(handles=handles, fontsize=8, loc="center left", frameon=False)
+    ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14),
+              ncol=4, frameon=False)
     _percent_axis(ax, "x", low=-4)
     _percent_axis(ax, "y", low=-4)
     ax.set_xlabel("flawed reports caught")
