@@ -13,6 +13,9 @@ if not workflow.overwrite_configfiles:
     configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/recon.smk"

@@ -344,3 +344,101 @@ def test_fig5_counts_the_same_check_of_two_revisers_twice(fig5_frames, tmp_path)
                                        *paths(tmp_path, "fig5r"))
     hand = table.set_index("origin").loc["hand"]
     assert hand["deleted"] == 3 and hand["deleted_with_blame"] == 2   # c1, c3 (rev/a), c3 (rev/b)
+
+
+# --------------------------------------------------------------------------- readable figures
+
+from rubriclab.carry.fig2 import plot_fig2  # noqa: E402
+from rubriclab.carry.fig3 import fig3_from_rates  # noqa: E402
+from rubriclab.labels import ModelLabels  # noqa: E402
+from tests.figure_labels import assert_readable, capture_figures  # noqa: E402,F401
+
+FAKE_MAIN, FAKE_OTHER, FAKE_REVISER = ("fake/hash?salt=sonnet", "fake/hash?salt=haiku",
+                                       "fake/hash?salt=opus")
+FAKES = {MAIN: FAKE_MAIN, OTHER: FAKE_OTHER, "rev/a": FAKE_REVISER}
+
+
+def faked(table: pd.DataFrame) -> pd.DataFrame:
+    """The fixture with model strings that carry query strings, as a fake-model run has."""
+    return table.replace({column: FAKES for column in ("judge", "reviser") if column in table})
+
+
+def test_fig1_twelve_groups_read_without_overlap_or_query_strings(capture_figures, tmp_path):
+    rows = []
+    for judge in (MAIN, OTHER):
+        for source in ("hand", "generated", "label"):
+            for rendering in ("per_check", "all_in_one", "paragraph", "scale"):
+                rows += rate_rows({"correct_passed": 100.0, "flawed_caught": 0.0}, judge=judge,
+                                  item_set="recon72", source=source, rendering=rendering)
+    fig1_strictness(faked(frame(rows)), FAKE_MAIN, *paths(tmp_path, "fig1"))
+    fig = capture_figures[-1]
+    assert len(fig.axes[1].get_xticklabels()) == 12
+    text = assert_readable(fig, shows=("fake/hash (sonnet) judge", "fake/hash (haiku)",
+                                       "24 correct, 48 flawed"))
+    assert "Label-taught, generic scale" in text
+    # a point at 0% / 100% lies inside the drawn limits, not on the clipping edge
+    ax = fig.axes[0]
+    assert ax.get_xlim()[0] < 0 and ax.get_ylim()[1] > 100
+
+
+def test_fig1_uses_the_configured_label(fig1_rates, capture_figures, tmp_path):
+    labels = ModelLabels({FAKE_MAIN: "Sonnet stand-in"})
+    fig1_strictness(faked(fig1_rates), FAKE_MAIN, *paths(tmp_path, "fig1"), labels=labels)
+    assert_readable(capture_figures[-1], shows=("Sonnet stand-in judge",),
+                    hides=("fake/hash (sonnet)",))
+
+
+def test_fig3_names_its_judge_counts_and_crossing(capture_figures, tmp_path):
+    rows = []
+    for source, passed, caught in (("hand", 96.0, 70.0), ("generated", 4.0, 100.0),
+                                   ("label", 96.0, 70.0)):  # label equals hand: both shown
+        rows += rate_rows({"correct_passed": passed, "flawed_caught": caught},
+                          item_set="recon72", source=source)
+    fig3_from_rates(faked(frame(rows)), FAKE_MAIN, *paths(tmp_path, "fig3"))
+    fig = capture_figures[-1]
+    assert_readable(fig, shows=("fake/hash (sonnet) judge", "24 correct, 48 flawed",
+                                "equal at share", "crossing: the flawed share"))
+    lines = [line for line in fig.axes[0].get_lines() if len(line.get_xdata()) > 2]
+    styles = {(line.get_linestyle(), line.get_marker()) for line in lines}
+    assert len(lines) == 3 and len(styles) == 3  # coincident lines drawn unlike each other
+
+
+def test_fig4_lines_of_equal_value_sit_apart_and_bands_are_explained(fig4_rates,
+                                                                     capture_figures, tmp_path):
+    fig4_self_review_drift(faked(fig4_rates.assign(reviser="rev/a")), FAKE_MAIN,
+                           *paths(tmp_path, "fig4"))
+    fig = capture_figures[-1]
+    assert_readable(fig, shows=("review by fake/hash (opus)", "shaded: min..max over seeds",
+                                "24 correct, 48 flawed, 12 unplanned reports", "2 seeds"))
+    ax = fig.axes[0]  # from the hand-written rubric: free and delete-only chains
+    starts = {tuple(line.get_xdata())[0] for line in ax.get_lines()
+              if len(line.get_xdata()) and line.get_ydata()[0] == 97}
+    assert len(starts) == 2  # both modes start at 97%, side by side, not on one point
+
+
+def test_fig5_names_reviser_origins_by_label(fig5_frames, capture_figures, tmp_path):
+    attribution, deletions = fig5_frames
+    fig5_attribution_by_origin(faked(attribution), faked(deletions), FAKE_MAIN,
+                               *paths(tmp_path, "fig5"))
+    assert_readable(capture_figures[-1], shows=("fake/hash (sonnet) judge", "check states"))
+
+
+def test_fig6_start_values_are_ticks_over_their_bars(fig6_rates, capture_figures, tmp_path):
+    fig6_gated_quality(faked(fig6_rates), FAKE_MAIN, *paths(tmp_path, "fig6"))
+    fig = capture_figures[-1]
+    assert_readable(fig, shows=("fake/hash (sonnet) judge", "start rubric (round 0)",
+                                "chain"))
+    ticks = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == ":"]
+    assert len(ticks) >= 2 and len({tuple(t.get_xdata()) for t in ticks}) == len(ticks)
+
+
+def test_fig2_speaks_the_papers_words(capture_figures, tmp_path):
+    from tests.carry.test_fig2 import mean_table
+    tables = {"summedits": mean_table(2, 0.0).assign(dataset="summedits"),
+              "ragtruth": mean_table(2, 7.5).assign(dataset="ragtruth")}
+    plot_fig2(tables, *paths(tmp_path, "fig2"), judge_label=ModelLabels()(FAKE_MAIN))
+    assert_readable(capture_figures[-1], shows=(
+        "consistent summaries passed", "inconsistent summaries caught",
+        "faithful responses passed", "hallucinated responses caught",
+        "100 consistent, 98 inconsistent", "fake/hash (sonnet) judge"),
+        hides=("correct outputs", "flawed outputs"))

@@ -252,14 +252,23 @@ def test_sigkill_mid_judging_loses_no_finished_call(tmp_path):
             )
             for r in cache._db.execute("SELECT request_json FROM answers")
         }
+        stored_keys = {row[0] for row in cache._db.execute("SELECT key FROM answers")}
     total_calls = 2 * 8 * 2 * (10 + 3)
     assert 0 < len(stored) < total_calls, "the kill did not land mid-judging"
     before = len(calls.read_text().split())
+    ledger = killed / "results" / "ledger"
+    ledgers_at_kill = {path: path.read_text() for path in ledger.glob("*.jsonl")}
 
     run(killed, config, "--unlock")
     run(killed, config, env={"RUBRICLAB_FAKE_CALL_LOG": str(calls)})
     after_kill = calls.read_text().split()[before:]
-    assert not stored & set(after_kill), "an answer stored before the kill was asked again"
+    # Judged by cache key, not by the fake log's digest: the digest leaves the model out, and the
+    # second judge and generator (SECOND_JUDGE) send the same messages as a new request.
+    rerun_rows = [json.loads(line) for path in sorted(ledger.glob("*.jsonl"))
+                  if ledgers_at_kill.get(path) != path.read_text()
+                  for line in path.read_text().splitlines()]
+    asked_again = {r["key"] for r in rerun_rows if not r["cached"]} & stored_keys
+    assert not asked_again, "an answer stored before the kill was asked again"
     assert len(stored) + len(after_kill) >= total_calls
 
     run(clean, write_config(clean, judge, n=4))
@@ -281,6 +290,20 @@ def test_report_builds_offline_with_the_figure_and_its_caption(finished_run):
         assert name in html
     assert "carry, Figure 6: quality of the rubric after the last round" in html
     assert "transfer, Table A.9: how much each intervention changes the response" in html
+
+
+def test_report_by_a_later_command_with_another_judge_keeps_the_judge_of_the_run(finished_run):
+    """Captions come from the provenance written with each figure, not from the report's config."""
+    workdir, config = finished_run
+    provenance = json.loads((workdir / "figures/carry/fig2_checklist_length.provenance.json")
+                            .read_text())
+    assert provenance["models"]["judge"] == {"model": "fake/hash", "label": "fake/hash"}
+    run(workdir, config, "--report", str(workdir / "report_b.html"), "--config",
+        "models={'judge': 'fake/yes'}", "carry={'judges': ['fake/yes']}")
+    html = (workdir / "report_b.html").read_text()
+    assert "judged by <tt class=\\\"docutils literal\\\">fake/hash</tt>" in html
+    assert "judged by <tt class=\\\"docutils literal\\\">fake/yes</tt>" not in html
+    assert provenance["config_digest"][:19] in html
 
 
 def test_data_summary_tabulates_every_prepared_dataset(finished_run):

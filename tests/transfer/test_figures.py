@@ -11,6 +11,7 @@ from rubriclab.transfer.figures import (
     figA1_matching_framings, figA2_panel_sensitivity, figA4_by_response_model,
     interval_cell, short_name,
 )
+from rubriclab.labels import ModelLabels
 from tests.figure_files import assert_figure_files, paths
 
 QWEN = "openrouter/qwen/qwen3-8b"
@@ -34,9 +35,9 @@ def frame(rows):
 
 # --------------------------------------------------------------------------- helpers
 
-def test_short_name_drops_provider_prefix():
-    assert short_name(OPUS) == "claude-opus-4-1-20250805"
-    assert short_name(QWEN) == "qwen3-8b"
+def test_short_name_is_the_display_label():
+    assert short_name(OPUS) == OPUS  # the provider kept, as carry names it
+    assert short_name("fake/hash?salt=g1") == "fake/hash (g1)"
     assert short_name("gpt-4o") == "gpt-4o"
     assert short_name("expert") == "Expert"
 
@@ -262,7 +263,9 @@ def categories_frame(rows):
 def test_fig6_rows_and_shares(tmp_path):
     rows = category_rows() + category_rows(GROK)
     png, pdf = paths(tmp_path, "fig6")
-    table = fig6_criteria_level(categories_frame(rows), GPT, png, pdf)
+    short = ModelLabels({QWEN: "qwen3-8b", DEEPSEEK: "deepseek-chat",
+                         OPUS: "claude-opus-4-1-20250805"})
+    table = fig6_criteria_level(categories_frame(rows), GPT, png, pdf, labels=short)
     assert_figure_files(png, pdf)
     assert list(table.columns) == FIG6_COLUMNS
     labels = list(dict.fromkeys(table["row_label"]))
@@ -432,3 +435,52 @@ def test_fig5_wider_bracket_stacks_above_the_neighbour_pair(tmp_path):
     levels = {(r.generator, r.generator_b): r.star_level
               for r in table[table["star"]].itertuples(index=False)}
     assert levels == {(OPUS, DEEPSEEK): 0, (QWEN, OPUS): 1}
+
+
+# --------------------------------------------------------------------------- readable figures
+
+from tests.figure_labels import assert_readable, capture_figures, na_texts  # noqa: E402,F401
+
+FAKE = {QWEN: "fake/hash?salt=qwen", DEEPSEEK: "fake/hash?salt=deepseek",
+        OPUS: "fake/hash?salt=opus", GPT: "fake/hash?salt=gpt", GROK: "fake/hash?salt=grok"}
+
+
+def faked(rows) -> pd.DataFrame:
+    table = pd.DataFrame(rows)
+    return table.replace({c: FAKE for c in ("generator", "generator_b", "response_model")
+                          if c in table})
+
+
+def test_every_transfer_figure_reads_without_query_strings(capture_figures, tmp_path):
+    existing = faked(existing_rows())[STATS_COLUMNS]
+    it = faked(it_rows(GPT) + it_rows(GROK, scale=0.5) + it_difference_rows())[STATS_COLUMNS]
+    fig4_existing_approaches(existing, *paths(tmp_path, "fig4"))
+    fig5_interventional_transfer(it, FAKE[GPT], *paths(tmp_path, "fig5"))
+    fig6_criteria_level(categories_frame(faked(category_rows()).to_dict("records")), FAKE[GPT],
+                        *paths(tmp_path, "fig6"), n_examples=105)
+    figA1_matching_framings(faked(framing_rows())[STATS_COLUMNS], *paths(tmp_path, "figA1"))
+    figA2_panel_sensitivity(existing, *paths(tmp_path, "figA2"))
+    figA4_by_response_model(it, *paths(tmp_path, "figA4"))
+    assert len(capture_figures) == 6
+    for fig in capture_figures:
+        assert_readable(fig, shows=("fake/hash (", "105 HealthBench examples"))
+        assert not na_texts(fig)
+
+
+def test_undefined_panels_say_na_and_why(capture_figures, tmp_path):
+    rows = existing_rows()
+    for row in rows:
+        if row["metric"] in ("panel_spearman", "physician_spearman"):
+            row.update(estimate=math.nan, low=math.nan, high=math.nan, n_used=0)
+    stats = frame(rows)
+    fig4_existing_approaches(stats, *paths(tmp_path, "fig4"))
+    figA2_panel_sensitivity(stats, *paths(tmp_path, "figA2"))
+    fig4, figA2 = capture_figures
+    assert len(na_texts(fig4)) == 2 and len(na_texts(figA2)) == 1
+    assert all("undefined on all 105 examples" in text for text in na_texts(fig4) + na_texts(figA2))
+
+
+def test_configured_labels_name_the_generators(capture_figures, tmp_path):
+    labels = ModelLabels({OPUS: "Opus 4.1"})
+    figA2_panel_sensitivity(frame(existing_rows()), *paths(tmp_path, "figA2"), labels=labels)
+    assert_readable(capture_figures[-1], shows=("Opus 4.1",), hides=(OPUS,))

@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from tests.markdown_tables import has_run, table_rows
+from rubriclab.labels import ModelLabels, labels_in_use
 from rubriclab.tidy import write_table
 
 from rubriclab.transfer.figures import STATS_COLUMNS
@@ -12,6 +13,19 @@ from rubriclab.transfer.tables import (
     tableA5_degradation, tableA6_similarity_pass_fail, tableA7_similarity_cutoffs,
     tableA8_it_paired_differences, tableA9_edit_sizes,
 )
+
+
+class ShortLabels(ModelLabels):
+    """The model name without its provider, as these tables' expected cells spell it."""
+
+    def __call__(self, model):
+        return "Expert" if model == "expert" else str(model).rsplit("/", 1)[-1]
+
+
+@pytest.fixture(autouse=True)
+def short_labels():
+    with labels_in_use(ShortLabels()):
+        yield
 
 QWEN = "openrouter/qwen/qwen3-8b"
 DEEPSEEK = "deepseek/deepseek-chat"

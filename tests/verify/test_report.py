@@ -92,3 +92,15 @@ def test_table_and_figure(tmp_path):
     plot_calibration(table, POST_CONFUSION, tmp_path / "f.png", tmp_path / "f.pdf")
     assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "f.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+from tests.figure_labels import assert_readable, capture_figures  # noqa: E402,F401
+
+
+def test_figure_names_each_judge_by_label_with_its_counts(capture_figures, tmp_path):
+    verdicts, items = toy()
+    table = pd.DataFrame([post_row(1000, 0, 0.95)] + carry_judge_rows(
+        verdicts, items, "toy", "fake/hash?salt=judge", 1, 200, 0, 0.95))
+    plot_calibration(table, POST_CONFUSION, tmp_path / "f.png", tmp_path / "f.pdf")
+    assert_readable(capture_figures[-1], shows=("fake/hash (judge) judge",
+                                                "8 labelled, 10 judged", "the post's judge"))

@@ -211,9 +211,13 @@ rule carry_gate_agreement:
                   caption="../report/carry_gate_agreement.rst", category="carry"),
         csv="figures/carry/table_gate_agreement.csv",
         splits="figures/carry/table_gate_agreement_splits.csv",
+        provenance="figures/carry/table_gate_agreement.provenance.json",
     params:
         judges=CARRY_JUDGES,
         code=CARRY_CODE,
+        models=CARRY_MODELS,
+        labels=labels_of(CARRY_MODELS),
+        provenance=recorded_provenance,
     conda:
         "../envs/rubriclab.yaml"
     log:
@@ -231,11 +235,15 @@ rule carry_figure:
         png=carry_report("figures/carry/{figure}.png", "carry_figure.rst"),
         pdf="figures/carry/{figure}.pdf",
         csv="results/carry/figures/{figure}.csv",
+        provenance="figures/carry/{figure}.provenance.json",
     wildcard_constraints:
         figure="|".join(CARRY_FIGURES),
     params:
         judge=JUDGE,
         code=CARRY_CODE,
+        models=CARRY_MODELS,
+        labels=labels_of(CARRY_MODELS),
+        provenance=recorded_provenance,
     conda:
         "../envs/rubriclab.yaml"
     log:
@@ -251,11 +259,15 @@ rule carry_table:
     output:
         md=carry_report("figures/carry/{table}.md", "carry_table.rst"),
         csv="figures/carry/{table}.csv",
+        provenance="figures/carry/{table}.provenance.json",
     wildcard_constraints:
         table="|".join(CARRY_TABLES),
     params:
         judge=JUDGE,
         code=CARRY_CODE,
+        models=CARRY_MODELS,
+        labels=labels_of(CARRY_MODELS),
+        provenance=recorded_provenance,
     conda:
         "../envs/rubriclab.yaml"
     log:

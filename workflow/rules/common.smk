@@ -17,6 +17,8 @@ from rubriclab.files import model_slug, tree_fingerprint
 from rubriclab.runs import enter_named_run
 from rubriclab.validate import (check_before_first_job, coerce_command_line, configured_models,
                                 model_problems, raise_if, unknown_keys)
+from rubriclab.labels import ModelLabels
+from rubriclab.provenance import read_provenance
 
 
 _schema = load_yaml(workflow.source_path("../schemas/config.schema.yaml"))
@@ -110,6 +112,20 @@ def model_resources(model):
 
 
 _LLM_CONFIG = LLMConfig.from_dict(config["llm"])
+LABELS = ModelLabels(config["labels"])
+
+
+def labels_of(models):
+    """{model string: display label} of every model in a {role: model or list} map: a param of
+    each figure and table rule, so renaming a model redraws exactly what shows it."""
+    flat = [m for value in models.values() for m in ([value] if isinstance(value, str) else value)]
+    return LABELS.mapping(flat)
+
+
+def recorded_provenance(wildcards, output):
+    """The provenance its job wrote beside the output (a param that reads an output is not
+    compared for reruns): the report renders captions from it, not from the report's config."""
+    return read_provenance(output.provenance)
 
 
 def call_settings(role, model):
@@ -162,6 +178,8 @@ if REVISER not in REVISERS:
                      f"must be one of them, got {REVISERS}")
 
 
+CARRY_MODELS = {"judge": JUDGE, "judges": CARRY_JUDGES, "reviser": REVISER,
+                "revisers": REVISERS, "generator": GENERATOR}
 JUDGE_BY_SLUG = {model_slug(model): model for model in CARRY_JUDGES}
 MAIN_JUDGE_SLUG = model_slug(JUDGE)
 REVISER_BY_SLUG = {model_slug(model): model for model in REVISERS}
@@ -270,6 +288,15 @@ T_RESPONDERS = list(dict.fromkeys([f"{m}|0" for m in T_IT_MODELS] + T_PANEL
 RESPONDER_BY_SLUG = {model_slug(r): r for r in T_RESPONDERS}
 T_GENERATOR_BY_SLUG = {model_slug(g): g for g in T_GENERATORS}
 T_MODEL_BY_SLUG = {model_slug(m): m for m in set(T_IT_MODELS) | set(T_DEGRADATION_MODELS)}
+
+
+TRANSFER_MODELS = {"judge": T_JUDGE, "restater": T_RESTATER, "matcher": T_MATCHER,
+                   "generators": T_GENERATORS, "response_model": T_RESPONSE_MODEL,
+                   "it_response_models": T_IT_MODELS, "degrader": TRANSFER["degrader"],
+                   "degradation_models": T_DEGRADATION_MODELS, "panel": T_PANEL}
+VERIFY_MODELS = {"judge": JUDGE, "agent": AGENT}
+LABELS.check_distinct([*labels_of(CARRY_MODELS), *labels_of(TRANSFER_MODELS),
+                       *labels_of(VERIFY_MODELS)])
 
 
 def transfer_response_files():

@@ -30,6 +30,7 @@ rule carry_fig2_plot:
             subcategory="Figure 2",
         ),
         pdf="figures/carry/fig2_checklist_length.pdf",
+        provenance="figures/carry/fig2_checklist_length.provenance.json",
         csv=report(
             "figures/carry/fig2_checklist_length.csv",
             caption="../report/fig2_checklist_length_csv.rst",
@@ -39,6 +40,9 @@ rule carry_fig2_plot:
     params:
         datasets=config["carry"]["fig2"]["datasets"],
         judge=JUDGE,
+        models={"judge": JUDGE},
+        labels=labels_of({"judge": JUDGE}),
+        provenance=recorded_provenance,
     conda:
         "../envs/rubriclab.yaml"
     log:

@@ -290,11 +290,15 @@ rule transfer_figure:
         png=transfer_report("figures/transfer/{tfigure}.png", "transfer_figure.rst"),
         pdf="figures/transfer/{tfigure}.pdf",
         csv="results/transfer/figures/{tfigure}.csv",
+        provenance="figures/transfer/{tfigure}.provenance.json",
     wildcard_constraints:
         tfigure="|".join(TRANSFER_FIGURES),
     params:
         response_model=T_RESPONSE_MODEL,
         code=TRANSFER_CODE,
+        models=TRANSFER_MODELS,
+        labels=labels_of(TRANSFER_MODELS),
+        provenance=recorded_provenance,
     conda:
         "../envs/rubriclab.yaml"
     log:
@@ -311,11 +315,15 @@ rule transfer_table:
     output:
         md=transfer_report("figures/transfer/{ttable}.md", "transfer_table.rst"),
         csv="figures/transfer/{ttable}.csv",
+        provenance="figures/transfer/{ttable}.provenance.json",
     wildcard_constraints:
         ttable="|".join(TRANSFER_TABLES),
     params:
         response_model=T_RESPONSE_MODEL,
         code=TRANSFER_CODE,
+        models=TRANSFER_MODELS,
+        labels=labels_of(TRANSFER_MODELS),
+        provenance=recorded_provenance,
     conda:
         "../envs/rubriclab.yaml"
     log:

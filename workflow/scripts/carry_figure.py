@@ -4,14 +4,17 @@ import pandas as pd
 
 from rubriclab.carry import figures
 from rubriclab.carry.fig3 import fig3_from_rates
+from rubriclab.labels import ModelLabels
+from rubriclab.provenance import record_job
 from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])
-inputs, outputs = snakemake.input, snakemake.output
+inputs, outputs, params = snakemake.input, snakemake.output, snakemake.params
 read = dict(keep_default_na=False, na_values=["NaN"])
 rates = pd.read_csv(inputs.rates, **read)
-judge = snakemake.params.judge
-out = dict(out_png=Path(outputs.png), out_pdf=Path(outputs.pdf))
+judge = params.judge
+labels = ModelLabels(params.labels)
+out = dict(out_png=Path(outputs.png), out_pdf=Path(outputs.pdf), labels=labels)
 figure = snakemake.wildcards.figure
 if figure == "fig1_strictness":
     table = figures.fig1_strictness(rates, judge, **out)
@@ -27,3 +30,5 @@ elif figure == "fig6_gated_quality":
 else:
     raise ValueError(f"unknown carry figure {figure!r}")
 table.to_csv(outputs.csv, index=False)
+record_job(outputs.provenance, [outputs.png, outputs.pdf, outputs.csv], snakemake.config,
+           params.models, labels, table)

@@ -2,22 +2,26 @@ from pathlib import Path
 
 import pandas as pd
 
+from rubriclab.labels import ModelLabels
+from rubriclab.provenance import record_job
 from rubriclab.runtime import configure_logging
 from rubriclab.transfer import figures
 
 configure_logging(snakemake.log[0])
-inputs, outputs = snakemake.input, snakemake.output
+inputs, outputs, params = snakemake.input, snakemake.output, snakemake.params
 read = dict(keep_default_na=False, na_values=["NaN"])
 stats = pd.read_csv(inputs.stats, **read)
-out = dict(out_png=Path(outputs.png), out_pdf=Path(outputs.pdf))
+labels = ModelLabels(params.labels)
+out = dict(out_png=Path(outputs.png), out_pdf=Path(outputs.pdf), labels=labels)
 figure = snakemake.wildcards.tfigure
-model = snakemake.params.response_model
+model = params.response_model
 if figure == "fig4_existing_approaches":
     table = figures.fig4_existing_approaches(stats, **out)
 elif figure == "fig5_interventional_transfer":
     table = figures.fig5_interventional_transfer(stats, model, **out)
 elif figure == "fig6_criteria_level":
-    table = figures.fig6_criteria_level(pd.read_csv(inputs.categories, **read), model, **out)
+    table = figures.fig6_criteria_level(pd.read_csv(inputs.categories, **read), model,
+                                        n_examples=figures.n_examples_of(stats), **out)
 elif figure == "figA1_matching_framings":
     table = figures.figA1_matching_framings(stats, **out)
 elif figure == "figA2_panel_sensitivity":
@@ -27,3 +31,5 @@ elif figure == "figA4_by_response_model":
 else:
     raise ValueError(f"unknown transfer figure {figure!r}")
 table.to_csv(outputs.csv, index=False)
+record_job(outputs.provenance, [outputs.png, outputs.pdf, outputs.csv], snakemake.config,
+           params.models, labels, table, sizes={"n_examples": figures.n_examples_of(stats)})

@@ -2,6 +2,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from rubriclab.labels import ModelLabels
+from rubriclab.provenance import record_job
 from rubriclab.runtime import configure_logging
 from rubriclab.verify.calibration import POST_CONFUSION
 from rubriclab.verify.report import (
@@ -13,7 +15,8 @@ from rubriclab.verify.report import (
 )
 
 configure_logging(snakemake.log[0])
-params = snakemake.params
+params, outputs = snakemake.params, snakemake.output
+labels = ModelLabels(params.labels)
 rows = [post_row(params.n_boot, params.seed, params.level)]
 for dataset, verdicts_path, table_path in zip(params.datasets, snakemake.input.verdicts,
                                               snakemake.input.tables, strict=True):
@@ -27,6 +30,13 @@ trials = pd.read_csv(snakemake.input.trials, keep_default_na=False)
 grades = pd.read_csv(snakemake.input.grades, keep_default_na=False)
 Path(snakemake.output.md).write_text(
     calibration_markdown(table) + "\n"
-    + agent_summary_markdown(trials, grades, snakemake.config["models"]["agent"], params.judge),
+    + agent_summary_markdown(trials, grades, labels(params.models["agent"]),
+                             labels(params.judge)),
     encoding="utf-8")
-plot_calibration(table, POST_CONFUSION, snakemake.output.png, snakemake.output.pdf)
+plot_calibration(table, POST_CONFUSION, outputs.png, outputs.pdf, labels=labels)
+sizes = {"n_labelled": int((table["tp"] + table["fn"] + table["fp"] + table["tn"]).max()),
+         "n_judged": int(table["n_judged"].max()), "trials": len(trials),
+         "checklist_length": params.length}
+for sidecar in (outputs.provenance, outputs.table_provenance):
+    record_job(sidecar, [outputs.png, outputs.pdf, outputs.md, outputs.csv], snakemake.config,
+               params.models, labels, sizes=sizes)

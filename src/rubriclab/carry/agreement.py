@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from rubriclab.labels import current_labels, with_labels
 from rubriclab.tidy import markdown_table, require_columns
 
 DECISION_COLUMNS = ["dataset", "judge", "reviser", "source", "mode", "seed", "gate", "variant",
@@ -85,8 +86,10 @@ def gate_agreement(decisions: pd.DataFrame, judges: Sequence[str],
             pd.DataFrame(rows, columns=SPLIT_COLUMNS))
 
 
+@with_labels
 def agreement_markdown(agreement: pd.DataFrame, judges: Sequence[str]) -> str:
     """Per dataset a chain x gate table: share of changes every judge decides the same way."""
+    labels = current_labels()
     lines = ["# carry: gate decisions under every judge", ""]
     for dataset in dict.fromkeys(agreement["dataset"]):
         part = agreement[agreement["dataset"] == dataset]
@@ -97,12 +100,12 @@ def agreement_markdown(agreement: pd.DataFrame, judges: Sequence[str]) -> str:
                           for r in part.itertuples(index=False)}
         chains = list(dict.fromkeys(zip(part["reviser"], part["source"], part["mode"],
                                         part["seed"])))
-        body = [[f"{source}, {mode}, review by {reviser}, seed {seed}",
+        body = [[f"{source}, {mode}, review by {labels(reviser)}, seed {seed}",
                  *(cells.get((reviser, source, mode, seed, g), "n/a") for g in gates)]
                 for reviser, source, mode, seed in chains]
         lines += [f"{dataset}", "", *markdown_table(["Chain", *gates], body), ""]
     lines += [f"Share of proposed changes (edits, deletes, adds) that all {len(judges)} judges "
-              f"({', '.join(judges)}) decide the same way, in % (agreed / changes). A change only "
+              f"({', '.join(labels(j) for j in judges)}) decide the same way, in % (agreed / changes). A change only "
               "some judges' replays reach counts as a split; the csv lists every split change "
               "with each judge's decision.", ""]
     return "\n".join(lines)

@@ -15,6 +15,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from rubriclab.plotting import label_words  # noqa: E402
+
 FIG2_COLUMNS = [
     "dataset", "rendering", "length", "runs",
     "n_correct", "n_flawed", "n_undetermined", "correct_passed", "flawed_caught",
@@ -26,8 +28,8 @@ RENDERING_STYLES = {
     "paragraph": {"linestyle": "--", "marker": "s", "label": "paragraph"},
 }
 RATE_STYLES = {
-    "correct_passed": {"color": "tab:green", "label": "correct outputs passed"},
-    "flawed_caught": {"color": "tab:red", "label": "flawed outputs caught"},
+    "correct_passed": {"color": "tab:green", "label": "{correct} {items} passed"},
+    "flawed_caught": {"color": "tab:red", "label": "{flawed} {items} caught"},
 }
 
 
@@ -47,19 +49,25 @@ def fig2_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def plot_fig2(tables: dict[str, pd.DataFrame], png: Path, pdf: Path, judge_label: str) -> None:
-    """Draw one panel per dataset and save the figure as PNG and PDF."""
+    """Draw one panel per dataset and save the figure as PNG and PDF. Each panel names its
+    labels in its paper's words (consistent / inconsistent summaries, faithful / hallucinated
+    responses) and its item counts."""
     table = fig2_table(tables)
     datasets = list(dict.fromkeys(table["dataset"]))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.6 * len(datasets), 5.4), squeeze=False)
     try:
         for index, (ax, dataset) in enumerate(zip(axes[0], datasets)):
-            title = f"({chr(ord('a') + index)}) {DATASET_TITLES.get(dataset, dataset)}"
-            _draw_panel(ax, table[table["dataset"] == dataset], title)
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False)
+            rows = table[table["dataset"] == dataset]
+            words = label_words(dataset)
+            title = (f"({chr(ord('a') + index)}) {DATASET_TITLES.get(dataset, dataset)}: "
+                     f"{int(rows['n_correct'].max())} {words['correct']}, "
+                     f"{int(rows['n_flawed'].max())} {words['flawed']}")
+            _draw_panel(ax, rows, title, words)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, fontsize=8,
+                      frameon=False)
         fig.suptitle(f"Generic checklists of increasing length: {judge_label} judge, "
-                     f"{_runs_phrase(table['runs'])}")
-        fig.tight_layout(rect=(0, 0.12, 1, 1))
+                     f"{_runs_phrase(table['runs'])}", fontsize=11)
+        fig.tight_layout()
         for path in (Path(png), Path(pdf)):
             path.parent.mkdir(parents=True, exist_ok=True)
             fig.savefig(path, dpi=150)
@@ -67,7 +75,7 @@ def plot_fig2(tables: dict[str, pd.DataFrame], png: Path, pdf: Path, judge_label
         plt.close(fig)
 
 
-def _draw_panel(ax, rows: pd.DataFrame, title: str) -> None:
+def _draw_panel(ax, rows: pd.DataFrame, title: str, words: dict[str, str]) -> None:
     for rendering, rendering_style in RENDERING_STYLES.items():
         series = rows[rows["rendering"] == rendering].sort_values("length")
         if series.empty:
@@ -77,7 +85,7 @@ def _draw_panel(ax, rows: pd.DataFrame, title: str) -> None:
                 series["length"], series[rate],
                 color=rate_style["color"], linestyle=rendering_style["linestyle"],
                 marker=rendering_style["marker"], markersize=4, clip_on=False,
-                label=f"{rate_style['label']} ({rendering_style['label']})",
+                label=f"{rate_style['label'].format(**words)} ({rendering_style['label']})",
             )
             if series["runs"].max() > 1:
                 ax.fill_between(
@@ -87,9 +95,9 @@ def _draw_panel(ax, rows: pd.DataFrame, title: str) -> None:
     lengths = sorted(rows["length"].unique())
     ax.set_xticks(lengths)
     ax.set_xlabel("number of checks")
-    ax.set_ylim(0, 100)
-    ax.set_ylabel("percent of outputs")
-    ax.set_title(title)
+    ax.set_ylim(-3, 103)
+    ax.set_ylabel(f"percent of {words['items']}")
+    ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
 
 

@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rubriclab.carry.aggregate import balanced_accuracy  # noqa: E402
+from rubriclab.labels import ModelLabels  # noqa: E402
 
 FIG3_COLUMNS = [
     "rubric", "flawed_share", "accuracy", "correct_passed", "flawed_caught",
@@ -97,21 +98,30 @@ def plot_fig3(table: pd.DataFrame, png: Path, pdf: Path, title: str | None = Non
     missing = [column for column in FIG3_COLUMNS if column not in table.columns]
     if missing:
         raise ValueError(f"Figure 3 table lacks columns {missing}")
-    fig, ax = plt.subplots(figsize=(6.0, 4.4))
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
     try:
-        for rubric, rows in table.groupby("rubric", sort=False):
+        # Each rubric its own dash and marker (thicker first), so that equal lines stay visible.
+        for index, (rubric, rows) in enumerate(table.groupby("rubric", sort=False)):
             rows = rows.sort_values("flawed_share")
             balanced = rows["balanced_accuracy"].iloc[0]
-            ax.plot(rows["flawed_share"], rows["accuracy"],
+            linestyle, marker = LINE_STYLES[index % len(LINE_STYLES)]
+            step = max(len(rows) // 5, 3)  # markers of equal lines fall at different shares
+            ax.plot(rows["flawed_share"], rows["accuracy"], linestyle=linestyle, marker=marker,
+                    markevery=(index * step // 3, step), markersize=5,
+                    linewidth=3.0 - 0.8 * (index % 3), clip_on=False,
                     label=f"{rubric} (balanced accuracy {100 * balanced:.0f})")
-        _mark_crossovers(ax, crossovers(table))
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1.02)
+        points = crossovers(table)
+        _mark_crossovers(ax, points)
+        if not points.empty:
+            ax.plot([], [], linestyle="none", marker="o", color="black", markersize=5,
+                    label="crossing: the flawed share where two rubrics are equally accurate")
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_ylim(-0.03, 1.05)
         ax.set_xlabel("flawed share of the validation set")
         ax.set_ylabel("accuracy")
         ax.set_title(title or "Accuracy as a function of the flawed share")
         ax.grid(alpha=0.3)
-        ax.legend(loc="lower left", fontsize=8, frameon=False)
+        ax.legend(loc="best", fontsize=8, frameon=False)
         fig.tight_layout()
         for path in (png, pdf):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -120,11 +130,18 @@ def plot_fig3(table: pd.DataFrame, png: Path, pdf: Path, title: str | None = Non
         plt.close(fig)
 
 
+LINE_STYLES = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]
+
+
 def _mark_crossovers(ax, points: pd.DataFrame) -> None:
     for point in points.itertuples(index=False):
-        ax.plot(point.flawed_share, point.accuracy, marker="o", color="black", markersize=5)
-        ax.annotate(f"{point.flawed_share:.2f}", (point.flawed_share, point.accuracy),
-                    textcoords="offset points", xytext=(-4, 8), ha="right", fontsize=8)
+        ax.plot(point.flawed_share, point.accuracy, marker="o", color="black", markersize=5,
+                clip_on=False)
+        share = max(float(point.flawed_share), 0.0)  # never "-0.00"
+        left = share > 0.3  # the label on the side with room
+        ax.annotate(f"equal at share {share:.2f}", (point.flawed_share, point.accuracy),
+                    textcoords="offset points", xytext=(-4 if left else 6, 8),
+                    ha="right" if left else "left", fontsize=8)
 
 
 def _rates_of_table(table: pd.DataFrame) -> dict[str, Rates]:
@@ -155,7 +172,7 @@ FIG3_SOURCES = {"hand": "hand-written", "generated": "generated draft", "label":
 
 
 def fig3_from_rates(rates: pd.DataFrame, judge_main: str, out_png: Path,
-                    out_pdf: Path) -> pd.DataFrame:
+                    out_pdf: Path, labels: ModelLabels | None = None) -> pd.DataFrame:
     """Figure 3 from the pipeline's rates: the start rubrics on Recon-72, one call per check,
     under the main judge; each line from its two rates alone."""
     rows = rates[(rates["dataset"] == "recon") & (rates["judge"] == judge_main)
@@ -174,5 +191,12 @@ def fig3_from_rates(rates: pd.DataFrame, judge_main: str, out_png: Path,
     if not pairs:
         raise ValueError(f"Figure 3: no start-rubric rates of judge {judge_main} on Recon-72")
     table = accuracy_vs_flawed_share(pairs)
-    plot_fig3(table, out_png, out_pdf, title=f"Accuracy vs flawed share (Recon-72, {judge_main})")
+    counts = {metric: int((rows.loc[rows["metric"] == metric, "n"]
+                           + rows.loc[rows["metric"] == metric, "n_undetermined"]).max())
+              for metric in ("correct_passed", "flawed_caught")}
+    judge = (labels or ModelLabels())(judge_main)
+    plot_fig3(table, out_png, out_pdf,
+              title=f"Accuracy vs flawed share, {judge} judge\n(rates from Recon-72: "
+                    f"{counts['correct_passed']} correct, {counts['flawed_caught']} flawed "
+                    f"reports)")
     return table

@@ -24,7 +24,10 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import MaxNLocator, PercentFormatter  # noqa: E402
+from matplotlib.transforms import offset_copy  # noqa: E402
+from rubriclab.labels import ModelLabels, current_labels
 from rubriclab.plotting import error_lengths as _error
+from rubriclab.plotting import not_available, plural
 from rubriclab.plotting import save_figure as _save
 from rubriclab.tidy import ensure_unique, require_columns, select
 
@@ -150,8 +153,8 @@ def item_count(rows: pd.DataFrame, metric: str) -> int:
     return int((kind["n"] + kind["n_undetermined"]).max()) if not kind.empty else 0
 
 
-def judge_label(judge: str) -> str:
-    return str(judge)
+def judge_label(judge: str, labels: ModelLabels | None = None) -> str:
+    return (labels or current_labels())(judge)
 
 
 # --------------------------------------------------------------------------- drawing
@@ -160,10 +163,25 @@ def judge_label(judge: str) -> str:
 
 
 
-def _percent_axis(ax, axis: str = "y") -> None:
+def _percent_axis(ax, axis: str = "y", low: float = 0) -> None:
+    """0..100% with room above (and below, for points and lines, when low < 0) so that a
+    marker at 0% or 100% is drawn whole."""
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_formatter(PercentFormatter(100, decimals=0))
-    (ax.set_ylim if axis == "y" else ax.set_xlim)(0, 102)
+    target.set_ticks(range(0, 101, 20))
+    (ax.set_ylim if axis == "y" else ax.set_xlim)(low, 104)
+
+
+def _unclipped(artist) -> None:
+    """Draw a line, marker or error bar whole where it sits on the axes' edge."""
+    children = artist.get_children() if hasattr(artist, "get_children") else [artist]
+    for child in [artist, *children]:
+        if hasattr(child, "set_clip_on"):
+            child.set_clip_on(False)
+    for part in getattr(artist, "lines", ()) or ():
+        for piece in (part if isinstance(part, (list, tuple)) else [part]):
+            if hasattr(piece, "set_clip_on"):
+                piece.set_clip_on(False)
 
 
 def _panel_title(index: int, text: str) -> str:
@@ -195,18 +213,19 @@ def fig1_table(rates: pd.DataFrame, judge_main: str) -> pd.DataFrame:
 
 
 def fig1_strictness(rates: pd.DataFrame, judge_main: str, out_png: Path,
-                    out_pdf: Path) -> pd.DataFrame:
+                    out_pdf: Path, labels: ModelLabels | None = None) -> pd.DataFrame:
     """Figure 1: (a) operating points of the start rubrics under judge_main on Recon-72
     (colour = source, marker = rendering, 95% bootstrap bars); (b) correct passed per
     source x rendering under every judge (grouped bars)."""
+    labels = labels or ModelLabels()
     table = fig1_table(rates, judge_main)
     panel_a = table[table["panel"] == "a"]
     n_correct, n_flawed = item_count(panel_a, "correct_passed"), item_count(panel_a, "flawed_caught")
-    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(12.5, 4.8),
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(13.5, 6.0),
                                      gridspec_kw={"width_ratios": [1, 1.6]})
     try:
-        _fig1_points(ax_a, panel_a, judge_main)
-        _fig1_bars(ax_b, table[table["panel"] == "b"])
+        _fig1_points(ax_a, panel_a, judge_main, labels)
+        _fig1_bars(ax_b, table[table["panel"] == "b"], labels)
         fig.suptitle(f"Strictness on Recon-72 ({n_correct} correct, {n_flawed} flawed reports)")
         fig.tight_layout()
         _save(fig, out_png, out_pdf)
@@ -215,18 +234,25 @@ def fig1_strictness(rates: pd.DataFrame, judge_main: str, out_png: Path,
     return table
 
 
-def _fig1_points(ax, rows: pd.DataFrame, judge_main: str) -> None:
+def _fig1_points(ax, rows: pd.DataFrame, judge_main: str, labels: ModelLabels) -> None:
     wide = rows.pivot(index=["source", "rendering"], columns="metric",
                       values=["value", "low", "high"])
+    drawn: dict[tuple, int] = {}
     for (source, rendering), point in wide.iterrows():
         x, y = point[("value", "flawed_caught")], point[("value", "correct_passed")]
         xerr = _error(pd.Series([x]), pd.Series([point[("low", "flawed_caught")]]),
                       pd.Series([point[("high", "flawed_caught")]]))
         yerr = _error(pd.Series([y]), pd.Series([point[("low", "correct_passed")]]),
                       pd.Series([point[("high", "correct_passed")]]))
-        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, linestyle="none",
-                    marker=RENDERING_MARKERS.get(rendering, "x"), markersize=7,
-                    color=SOURCE_COLORS.get(source, "black"), capsize=2, elinewidth=0.8)
+        # A point on top of an earlier one is shifted a few display points, so both show.
+        earlier = drawn.get((round(x, 6), round(y, 6)), 0)
+        drawn[(round(x, 6), round(y, 6))] = earlier + 1
+        shift = offset_copy(ax.transData, fig=ax.figure, x=5 * earlier, y=-5 * earlier,
+                            units="points")
+        _unclipped(ax.errorbar([x], [y], xerr=xerr, yerr=yerr, linestyle="none",
+                               marker=RENDERING_MARKERS.get(rendering, "x"), markersize=7,
+                               color=SOURCE_COLORS.get(source, "black"), capsize=2,
+                               elinewidth=0.8, alpha=0.85, transform=shift))
     sources = ordered(rows["source"], SOURCE_ORDER)
     renderings = ordered(rows["rendering"], RENDERING_ORDER)
     handles = [Patch(color=SOURCE_COLORS.get(s, "black"), label=SOURCE_TITLES.get(s, s))
@@ -234,16 +260,17 @@ def _fig1_points(ax, rows: pd.DataFrame, judge_main: str) -> None:
     handles += [Line2D([], [], color="black", linestyle="none",
                        marker=RENDERING_MARKERS.get(r, "x"), label=RENDERING_TITLES.get(r, r))
                 for r in renderings]
-    ax.legend(handles=handles, fontsize=8, loc="lower left", frameon=False)
-    _percent_axis(ax, "x")
-    _percent_axis(ax, "y")
+    ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14),
+              ncol=4, frameon=False)
+    _percent_axis(ax, "x", low=-4)
+    _percent_axis(ax, "y", low=-4)
     ax.set_xlabel("flawed reports caught")
     ax.set_ylabel("correct reports passed")
-    ax.set_title(_panel_title(0, f"Operating point, {judge_label(judge_main)} judge"))
+    ax.set_title(_panel_title(0, f"Operating point, {labels(judge_main)} judge"), fontsize=10)
     ax.grid(alpha=0.3)
 
 
-def _fig1_bars(ax, rows: pd.DataFrame) -> None:
+def _fig1_bars(ax, rows: pd.DataFrame, labels: ModelLabels) -> None:
     groups = list(dict.fromkeys(zip(rows["source"], rows["rendering"])))
     judges = list(dict.fromkeys(rows["judge"]))
     width = 0.8 / len(judges)
@@ -252,14 +279,18 @@ def _fig1_bars(ax, rows: pd.DataFrame) -> None:
         positions = np.arange(len(groups)) + (index - (len(judges) - 1) / 2) * width
         ax.bar(positions, mine["value"].fillna(0), width,
                yerr=_error(mine["value"], mine["low"], mine["high"]), capsize=2,
-               label=judge_label(judge), error_kw={"elinewidth": 0.8})
+               label=labels(judge), error_kw={"elinewidth": 0.8})
     ax.set_xticks(np.arange(len(groups)))
-    ax.set_xticklabels([f"{SOURCE_TITLES.get(s, s)}\n{RENDERING_TITLES.get(r, r)}"
-                        for s, r in groups], fontsize=8)
+    # Twelve source x rendering groups: one upright line each, so no label runs into the next.
+    ax.set_xticklabels([f"{SOURCE_TITLES.get(s, s)}, {RENDERING_TITLES.get(r, r)}"
+                        for s, r in groups], fontsize=8, rotation=90)
     _percent_axis(ax, "y")
     ax.set_ylabel("correct reports passed")
-    ax.set_title(_panel_title(1, "Correct reports passed, by judge"))
-    ax.legend(title="judge", fontsize=8, title_fontsize=8, frameon=False)
+    n_correct = item_count(rows, "correct_passed")
+    ax.set_title(_panel_title(1, f"Correct reports passed ({n_correct} correct), by judge"),
+                 fontsize=10)
+    ax.legend(title="judge", fontsize=8, title_fontsize=8, frameon=False,
+              loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
 
 
@@ -286,26 +317,43 @@ def fig4_table(rates: pd.DataFrame, judge_main: str,
     return table[FIG4_COLUMNS]
 
 
+def recon108_counts(rates: pd.DataFrame, judge_main: str, environments: str) -> dict[str, int]:
+    """{"correct": n, "flawed": n, "unplanned": n} reports of Recon-108 behind the rates."""
+    frame = normalized_rates(rates)
+    rows = frame[(frame["dataset"] == "recon") & (frame["item_set"] == "recon108")
+                 & (frame["environments"] == environments) & (frame["judge"] == judge_main)]
+    return {kind: item_count(rows, metric) for kind, metric in
+            (("correct", "correct_passed"), ("flawed", "flawed_caught"),
+             ("unplanned", "unplanned_caught"))}
+
+
+def counts_phrase(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) + " reports"
+
+
 def fig4_self_review_drift(rates: pd.DataFrame, judge_main: str, out_png: Path,
-                           out_pdf: Path, sources: Sequence[str] = ("hand", "label")
-                           ) -> pd.DataFrame:
+                           out_pdf: Path, sources: Sequence[str] = ("hand", "label"),
+                           labels: ModelLabels | None = None) -> pd.DataFrame:
     """Figure 4: self-review rounds on Recon-108, one panel per start source; colour = mode,
     line style = metric (correct passed solid, flawed caught dashed, unplanned caught
     dotted), marker = reviser; mean over seeds, min..max shaded when there is more than one
     seed."""
+    labels = labels or ModelLabels()
     table = fig4_table(rates, judge_main, sources)
-    fig, axes = plt.subplots(1, len(sources), figsize=(5.6 * len(sources), 4.6),
+    counts = recon108_counts(rates, judge_main, "all")
+    fig, axes = plt.subplots(1, len(sources), figsize=(5.6 * len(sources), 5.0),
                              squeeze=False, sharey=True)
     try:
         for index, (ax, source) in enumerate(zip(axes[0], sources)):
-            _fig4_panel(ax, table[table["source"] == source], index, source)
-        handles = _fig4_legend(table)
+            _fig4_panel(ax, table[table["source"] == source], index, source, table)
+        handles = _fig4_legend(table, labels)
         columns = 3
         fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), columns),
                    fontsize=8, frameon=False)
         seeds = int(table["seeds"].max())
-        fig.suptitle(f"Self-review on Recon-108, {judge_label(judge_main)} judge "
-                     f"(mean over {seeds} seed{'s' if seeds != 1 else ''} per mode)")
+        fig.suptitle(f"Self-review on Recon-108 ({counts_phrase(counts)}), "
+                     f"{labels(judge_main)} judge\n(mean over {plural(seeds, 'seed')} per mode; "
+                     f"lines of equal value are drawn side by side)", fontsize=10)
         legend_rows = -(-len(handles) // columns)
         fig.tight_layout(rect=(0, 0.03 + 0.04 * legend_rows, 1, 1))
         _save(fig, out_png, out_pdf)
@@ -321,8 +369,18 @@ def _reviser_marker(revisers: Sequence[str], reviser: str) -> str:
     return REVISER_MARKERS[list(revisers).index(reviser) % len(REVISER_MARKERS)]
 
 
-def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str) -> None:
-    revisers = list(dict.fromkeys(rows["reviser"]))
+def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str,
+                table: pd.DataFrame | None = None) -> None:
+    table = rows if table is None else table
+    revisers = list(dict.fromkeys(table["reviser"]))
+    # Each (reviser, mode) line sits a little to the side of the round it belongs to, so lines
+    # of equal value (all at 100%, say) stay distinguishable instead of hiding each other.
+    metrics = ordered(table["metric"], METRICS)
+    arms = [(reviser, mode, metric) for reviser, mode in
+            dict.fromkeys(zip(table["reviser"], table["mode"])) for metric in metrics]
+    spread = 0.36 if len(arms) > 1 else 0.0
+    shifts = {arm: (i / (len(arms) - 1) - 0.5) * spread if len(arms) > 1 else 0.0
+              for i, arm in enumerate(arms)}
     for reviser, mode in dict.fromkeys(zip(rows["reviser"], rows["mode"])):
         for metric in ordered(rows["metric"], METRICS):
             series = rows[(rows["reviser"] == reviser) & (rows["mode"] == mode)
@@ -330,22 +388,24 @@ def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str) -> None:
             if series.empty:
                 continue
             color = MODE_COLORS.get(mode, "black")
-            ax.plot(series["round"], series["value"], color=color,
-                    marker=_reviser_marker(revisers, reviser), markersize=3,
+            x = series["round"] + shifts[(reviser, mode, metric)]
+            ax.plot(x, series["value"], color=color,
+                    marker=_reviser_marker(revisers, reviser), markersize=3.5,
                     linestyle=METRIC_LINESTYLES.get(metric, "-."), clip_on=False)
             if series["seeds"].max() > 1:
-                ax.fill_between(series["round"], series["min"], series["max"], color=color,
+                ax.fill_between(x, series["min"], series["max"], color=color,
                                 alpha=0.1, linewidth=0)
     ax.set_xticks(sorted(rows["round"].unique()))
     ax.set_xlabel("revision round")
-    _percent_axis(ax, "y")
+    _percent_axis(ax, "y", low=-4)
     ax.set_ylabel("percent of reports")
     ax.set_title(_panel_title(index, f"From the {SOURCE_TITLES.get(source, source).lower()} "
                                      f"rubric"))
     ax.grid(alpha=0.3)
 
 
-def _fig4_legend(table: pd.DataFrame) -> list:
+def _fig4_legend(table: pd.DataFrame, labels: ModelLabels | None = None) -> list:
+    labels = labels or ModelLabels()
     handles = [Line2D([], [], color=MODE_COLORS.get(m, "black"), label=MODE_TITLES.get(m, m))
                for m in ordered(table["mode"], MODE_ORDER)]
     handles += [Line2D([], [], color="black", linestyle=METRIC_LINESTYLES.get(m, "-."),
@@ -353,8 +413,10 @@ def _fig4_legend(table: pd.DataFrame) -> list:
                 for m in ordered(table["metric"], METRICS)]
     revisers = list(dict.fromkeys(table["reviser"]))
     handles += [Line2D([], [], color="black", linestyle="none",
-                       marker=_reviser_marker(revisers, r), label=f"review by {r}")
-                for r in revisers]
+                       marker=_reviser_marker(revisers, r), label=f"review by {labels(r)}")
+                for r in revisers if r]
+    if (table["seeds"] > 1).any():
+        handles.append(Patch(color="gray", alpha=0.25, label="shaded: min..max over seeds"))
     return handles
 
 
@@ -416,13 +478,15 @@ def fig5_title(table: pd.DataFrame) -> str:
 
 
 def fig5_attribution_by_origin(attribution: pd.DataFrame, deletions: pd.DataFrame,
-                               judge_main: str, out_png: Path, out_pdf: Path) -> pd.DataFrame:
+                               judge_main: str, out_png: Path, out_pdf: Path,
+                               labels: ModelLabels | None = None) -> pd.DataFrame:
     """Figure 5: (a) mean Shapley catch credit and false-fail blame per check, by origin;
     (b) deleted checks by origin, with how many held a unique catch or carried blame.
     Dataset recon, judge judge_main; each distinct (reviser, source, mode, seed, round,
     scope, check_id) state counts once."""
+    model_labels = labels or ModelLabels()
     table = fig5_table(attribution, deletions, judge_main)
-    labels = [_origin_label(origin) for origin in table["origin"]]
+    labels = [_origin_label(origin, model_labels) for origin in table["origin"]]
     long_labels = max((len(label) for label in labels), default=0) > 30
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(max(12.5, 1.1 * len(labels) + 4),
                                                      7.2 if long_labels else 4.8))
@@ -431,15 +495,21 @@ def fig5_attribution_by_origin(attribution: pd.DataFrame, deletions: pd.DataFram
                                             "mean_blame": ("false-fail blame", "tab:red")})
         ax_a.set_ylabel("mean per check (items)")
         ax_a.set_title(_panel_title(0, "Shapley credit and blame per check, by origin"))
-        _grouped_bars(ax_b, labels, table, {
-            "deleted": ("deleted", "tab:gray"),
-            "deleted_with_unique_catch": ("held a unique catch", "tab:green"),
-            "deleted_with_blame": ("carried blame", "tab:red")})
-        ax_b.set_ylabel("number of checks")
-        ax_b.yaxis.set_major_locator(MaxNLocator(integer=True))
+        if table["deleted"].sum() == 0:
+            not_available(ax_b, "no chain deleted a check")
+        else:
+            _grouped_bars(ax_b, labels, table, {
+                "deleted": ("deleted", "tab:gray"),
+                "deleted_with_unique_catch": ("held a unique catch", "tab:green"),
+                "deleted_with_blame": ("carried blame", "tab:red")})
+            ax_b.set_ylabel("number of checks")
+            ax_b.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax_b.set_title(_panel_title(1, f"Deleted checks by origin:\n{fig5_title(table)}"),
                        fontsize=10)
-        fig.suptitle(f"Attribution by check origin on Recon, {judge_label(judge_main)} judge")
+        states = int(table["checks"].sum())
+        fig.suptitle(f"Attribution by check origin on Recon, {model_labels(judge_main)} judge "
+                     f"({plural(states, 'check state')}: each check in each round of each chain)",
+                     fontsize=11)
         fig.tight_layout()
         _save(fig, out_png, out_pdf)
     finally:
@@ -447,12 +517,16 @@ def fig5_attribution_by_origin(attribution: pd.DataFrame, deletions: pd.DataFram
     return table
 
 
-def _origin_label(origin: str) -> str:
-    """"Hand-written", or "review by <reviser> of <start>" wrapped to short lines."""
+def _origin_label(origin: str, labels: ModelLabels | None = None) -> str:
+    """"Hand-written", or "review by <reviser label> of <start>" wrapped to short lines."""
     import textwrap
     if origin in SOURCE_TITLES:
         return SOURCE_TITLES[origin]
-    text = str(origin).replace(" by ", " by\n").replace(" of ", "\nof ")
+    text = str(origin)
+    if text.startswith("review by ") and " of " in text:
+        reviser, start = text[len("review by "):].rsplit(" of ", 1)
+        text = f"review by {(labels or ModelLabels())(reviser)} of {start}"
+    text = text.replace(" by ", " by\n").replace(" of ", "\nof ")
     return "\n".join(textwrap.fill(line, 32, break_on_hyphens=False, break_long_words=True)
                      for line in text.split("\n"))
 
@@ -514,12 +588,15 @@ def _fig6_source(rows: pd.DataFrame, source: str) -> pd.DataFrame:
 
 
 def fig6_gated_quality(rates: pd.DataFrame, judge_main: str, out_png: Path, out_pdf: Path,
-                       sources: Sequence[str] = ("hand", "label")) -> pd.DataFrame:
+                       sources: Sequence[str] = ("hand", "label"),
+                       labels: ModelLabels | None = None) -> pd.DataFrame:
     """Figure 6: rubric quality after the final round, per gate (ungated, R, P, S, S+P),
     on Recon-108's evaluation environments. Bars are the mean over every mode and seed of
     the source's chains (whiskers: min..max over chains); dotted lines are the start
     values (round 0)."""
+    labels = labels or ModelLabels()
     table = fig6_table(rates, judge_main, sources)
+    counts = recon108_counts(rates, judge_main, "evaluation")
     revisers = list(dict.fromkeys(table["reviser"]))
     fig, axes = plt.subplots(len(revisers), len(sources),
                              figsize=(5.8 * len(sources), 0.6 + 4.0 * len(revisers)),
@@ -530,16 +607,18 @@ def fig6_gated_quality(rates: pd.DataFrame, judge_main: str, out_png: Path, out_
                 index = row * len(sources) + column
                 _fig6_panel(axes[row][column], table[(table["source"] == source)
                                                      & (table["reviser"] == reviser)],
-                            index, source, reviser if len(revisers) > 1 else "")
+                            index, source, labels(reviser) if len(revisers) > 1 else "")
         handles = [Patch(color=METRIC_COLORS.get(m, "black"), label=METRIC_TITLES.get(m, m))
                    for m in ordered(table["metric"], METRICS)]
-        handles.append(Line2D([], [], color="black", linestyle=":", label="start (round 0)"))
+        handles.append(Line2D([], [], color="black", linestyle=":", linewidth=1.6,
+                              label="start rubric (round 0), over its own bar"))
         fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8,
                    frameon=False)
+        chains = int(table["chains"].max())
         fig.suptitle(f"Gated rubrics after round {int(table['final_round'].max())} on the "
-                     f"Recon-108 evaluation environments, {judge_label(judge_main)} judge\n"
-                     f"(mean over modes and seeds; whiskers: min..max over chains)",
-                     fontsize=10)
+                     f"Recon-108 evaluation environments ({counts_phrase(counts)}), "
+                     f"{labels(judge_main)} judge\n(mean over {plural(chains, 'chain')} of modes "
+                     f"and seeds; whiskers: min..max over chains)", fontsize=10)
         fig.tight_layout(rect=(0, 0.08, 1, 1))
         _save(fig, out_png, out_pdf)
     finally:
@@ -565,12 +644,16 @@ def _fig6_panel(ax, rows: pd.DataFrame, index: int, source: str, reviser: str = 
         ax.bar(x, mine["value"].fillna(0), width, color=color,
                yerr=_error(mine["value"], mine["min"], mine["max"]) if spread else None,
                capsize=2, error_kw={"elinewidth": 0.8})
-        start = mine["start"].dropna()
-        if not start.empty:
-            ax.axhline(start.iloc[0], color=color, linestyle=":", linewidth=1.2)
+        # The start value as a dotted tick over each of this metric's bars (not one line across
+        # the panel), so equal start values of two metrics do not hide each other.
+        start = mine["start"]
+        for position, value in zip(x, start):
+            if pd.notna(value):
+                ax.plot([position - width / 2, position + width / 2], [value, value],
+                        color="black", linestyle=":", linewidth=1.6, clip_on=False)
     ax.set_xticks(np.arange(len(gates)))
     ax.set_xticklabels([GATE_TITLES[g] for g in gates])
-    _percent_axis(ax, "y")
+    _percent_axis(ax, "y", low=-4)
     ax.set_ylabel("percent of reports")
     by = f",\nreview by {reviser}" if reviser else ""
     ax.set_title(_panel_title(index, f"From the {SOURCE_TITLES.get(source, source).lower()} "

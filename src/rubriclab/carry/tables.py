@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from rubriclab.labels import current_labels, with_labels
 from rubriclab.tidy import markdown_table
 
 from .figures import (
@@ -64,7 +65,7 @@ def chain_label(reviser: str, source: str, mode: str, seed: int, with_seed: bool
     """"Hand-written, free, review by <reviser>, seed 1" (carry Table 2: "H, Opus seed 1")."""
     label = f"{SOURCE_TITLES.get(source, source)}, {MODE_TITLES.get(mode, mode)}"
     if reviser:
-        label += f", review by {reviser}"
+        label += f", review by {current_labels()(reviser)}"
     return f"{label}, seed {seed}" if with_seed else label
 
 
@@ -87,6 +88,7 @@ def _chain_rows(frame: pd.DataFrame, reviser: str, source: str, mode: str,
 
 # --------------------------------------------------------------------------- Table 2
 
+@with_labels
 def table2_gate_replay(rates: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """Table 2: per Recon chain the start rubric, the ungated rubric after the chain's final
     round R and the Gate S+P leave-one-out rubric at round R (variant loo; environments
@@ -141,6 +143,7 @@ def _table2_markdown(table: pd.DataFrame, judges: list[str]) -> str:
 
 # --------------------------------------------------------------------------- Table 3
 
+@with_labels
 def table3_gates_human_labeled(rates: pd.DataFrame, judge_main: str,
                                datasets: Sequence[str] = ("summedits", "ragtruth")
                                ) -> tuple[str, pd.DataFrame]:
@@ -281,6 +284,7 @@ def failing_checks_table(failing: pd.DataFrame, dataset: str, number: int, item_
     return markdown, items
 
 
+@with_labels
 def table4_recon_failing_checks(failing: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """Table 4: the checks answering No (F_i) per Recon report under each rubric version."""
     recon = failing[failing["dataset"] == "recon"]
@@ -293,6 +297,7 @@ def table4_recon_failing_checks(failing: pd.DataFrame) -> tuple[str, pd.DataFram
         "rubric versions.")
 
 
+@with_labels
 def table5_ragtruth_failing_checks(failing: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """Table 5: the checks answering No per RAGTruth response under each checklist."""
     return failing_checks_table(

@@ -15,8 +15,8 @@ bootstrap percentile bounds, NaN when undefined and then drawn without an error 
 
 Bad input raises ValueError naming the missing column or the empty selection; nothing is
 ever plotted silently empty, and a selection that holds two rows for one bar raises too.
-Legends shorten model names by dropping the provider prefix ("anthropic/claude-x" ->
-"claude-x"). Generators keep their order of first appearance in the table; the expert
+Legends and labels name models by their display labels (rubriclab.labels: the config's
+`labels:` map, else provider kept and query string dropped), the same as carry's. Generators keep their order of first appearance in the table; the expert
 rubric, where it appears, comes last.
 
 The helpers (`normalized_stats`, `select`, `ensure_unique`, `short_name`, `interval_cell`
@@ -36,7 +36,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+from rubriclab.labels import current_labels, with_labels
 from rubriclab.plotting import error_lengths as _error
+from rubriclab.plotting import not_available, plural
 from rubriclab.plotting import save_figure as _save
 from rubriclab.tidy import ensure_unique, require_columns, select
 
@@ -168,11 +170,8 @@ def generator_order(values: Iterable[str]) -> list[str]:
 
 
 def short_name(model: str) -> str:
-    """A model string without its provider prefix; "expert" reads "Expert"."""
-    model = str(model)
-    if model == EXPERT:
-        return "Expert"
-    return model.rstrip("/").rsplit("/", 1)[-1] or model
+    """A model's display label (rubriclab.labels); "expert" reads "Expert"."""
+    return current_labels()(model)
 
 
 def plain_rows(stats: pd.DataFrame, what: str, **conditions) -> pd.DataFrame:
@@ -269,12 +268,39 @@ def _grouped_bars(ax, rows: pd.DataFrame, group_column: str, groups: Sequence[st
         ax.bar(x, mine["estimate"].fillna(0), bar, color=colors[generator],
                yerr=_error(mine["estimate"], mine["low"], mine["high"]), capsize=2,
                error_kw={"elinewidth": 0.8}, label=short_name(generator))
+        _value_texts(ax, x, mine["estimate"], len(groups) * len(generators))
         for group, position in zip(mine.index, x):
             positions[(group, generator)] = float(position)
     ax.set_xticks(np.arange(len(groups)))
     ax.axhline(0, color="black", linewidth=0.6)
     ax.grid(axis="y", alpha=0.3)
     return positions
+
+
+def _value_texts(ax, x, estimates: pd.Series, bars: int) -> None:
+    """Each bar's value printed at its foot ("n/a" where undefined), so that a bar of 0 and a
+    missing bar never look alike; left out when the axes holds too many bars to read."""
+    if bars > 24:
+        return
+    for position, value in zip(x, estimates):
+        ax.annotate(number_text(value), (position, 0), xytext=(0, 2),
+                    textcoords="offset points", ha="center", va="bottom", fontsize=6,
+                    color="black" if not is_missing(value) else "#aa0000")
+
+
+def undefined_reason(rows: pd.DataFrame) -> str | None:
+    """Why a panel has nothing to draw (every estimate undefined), or None when it has."""
+    if rows.empty:
+        return "no statistic in this run"
+    if rows["estimate"].notna().any():
+        return None
+    examples = int(pd.to_numeric(rows["n_examples"], errors="coerce").max())
+    return (f"undefined on all {plural(examples, 'example')}\n"
+            f"(e.g. tied scores have no rank correlation)")
+
+
+def n_examples_of(rows: pd.DataFrame) -> int:
+    return int(pd.to_numeric(rows["n_examples"], errors="coerce").max())
 
 
 def _value_limits(rows: pd.DataFrame, floor: float = 0.0, ceiling: float = 1.0
@@ -329,6 +355,7 @@ def fig4_table(stats: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[FIG4_COLUMNS]
 
 
+@with_labels
 def fig4_existing_approaches(stats: pd.DataFrame, out_png: Path, out_pdf: Path
                              ) -> pd.DataFrame:
     """Figure 4: published approaches to rubric evaluation, bars per generator with 95%
@@ -348,6 +375,11 @@ def fig4_existing_approaches(stats: pd.DataFrame, out_png: Path, out_pdf: Path
                   "Discrimination\n(physician vs degraded)"]
         for index, (ax, subplot) in enumerate(zip(axes, FIG4_SUBPLOTS)):
             rows = table[table["subplot"] == subplot]
+            reason = undefined_reason(rows)
+            if reason:
+                not_available(ax, reason)
+                ax.set_title(_panel_title(index, titles[index]), fontsize=9)
+                continue
             if subplot == "llm_matching":
                 groups = MATCHING_METRICS
                 _grouped_bars(ax, rows, "metric", groups, generator_order(rows["generator"]),
@@ -361,15 +393,17 @@ def fig4_existing_approaches(stats: pd.DataFrame, out_png: Path, out_pdf: Path
                        yerr=_error(mine["estimate"], mine["low"], mine["high"]), capsize=2,
                        error_kw={"elinewidth": 0.8})
                 ax.set_xticks(x)
-                ax.set_xticklabels([short_name(g) for g in mine.index], rotation=30,
-                                   ha="right", fontsize=7)
+                _value_texts(ax, x, mine["estimate"], len(mine))
+                ax.set_xticklabels([short_name(g) for g in mine.index], rotation=90,
+                                   fontsize=7)
                 ax.axhline(0, color="black", linewidth=0.6)
                 ax.grid(axis="y", alpha=0.3)
             ax.set_ylim(*_value_limits(rows))
             ax.set_title(_panel_title(index, titles[index]), fontsize=9)
         axes[0].set_ylabel("score (1 = best)")
         _legend(fig, generators, colors)
-        fig.suptitle("Existing approaches to rubric evaluation", fontsize=11)
+        fig.suptitle(f"Existing approaches to rubric evaluation "
+                     f"({plural(n_examples_of(table), 'HealthBench example')})", fontsize=11)
         fig.tight_layout(rect=(0, 0.08, 1, 1))
         _save(fig, out_png, out_pdf)
     finally:
@@ -426,6 +460,7 @@ def fig5_table(stats: pd.DataFrame, response_model: str) -> pd.DataFrame:
     return table[FIG5_COLUMNS].reset_index(drop=True)
 
 
+@with_labels
 def fig5_interventional_transfer(stats: pd.DataFrame, response_model: str, out_png: Path,
                                  out_pdf: Path) -> pd.DataFrame:
     """Figure 5: the four whole-rubric interventional-transfer metrics Q (Equation 1) on
@@ -470,8 +505,9 @@ def fig5_interventional_transfer(stats: pd.DataFrame, response_model: str, out_p
         ax.set_ylabel("Q: net share of measurement criteria moved")
         _legend(fig, generators, colors)
         ax.set_title(f"Interventional transfer, whole-rubric interventions on "
-                     f"{_response_suffix(response_model)}\n(* paired difference interval "
-                     f"excludes 0)", fontsize=10)
+                     f"{_response_suffix(response_model)}\n"
+                     f"({plural(n_examples_of(values), 'HealthBench example')}; "
+                     f"* paired difference interval excludes 0)", fontsize=10)
         fig.tight_layout(rect=(0, 0.06, 1, 1))
         _save(fig, out_png, out_pdf)
     finally:
@@ -561,8 +597,9 @@ def _one_expert_bar(bar: pd.DataFrame, what: str) -> pd.DataFrame:
     return bar.drop_duplicates("category")
 
 
+@with_labels
 def fig6_criteria_level(categories: pd.DataFrame, response_model: str, out_png: Path,
-                        out_pdf: Path) -> pd.DataFrame:
+                        out_pdf: Path, n_examples: int | None = None) -> pd.DataFrame:
     """Figure 6: criteria-level transfer between and within rubrics on `response_model`'s
     responses, as stacked horizontal bars of percentages of each row's criteria.
     Columns: intervene to pass (R+c, left) and to fail (R-c, right). Upper chart: each
@@ -593,8 +630,11 @@ def fig6_criteria_level(categories: pd.DataFrame, response_model: str, out_png: 
             axes[line][1].legend(handles=handles, title=f"criteria moved in the {title}",
                                  fontsize=8, title_fontsize=8, frameon=False,
                                  loc="center left", bbox_to_anchor=(1.01, 0.5))
+        examples = f" of {plural(n_examples, 'HealthBench example')}" if n_examples else ""
         fig.suptitle(f"Criteria-level transfer between (upper) and within (lower) rubrics, "
-                     f"{_response_suffix(response_model)}", fontsize=10)
+                     f"{_response_suffix(response_model)}{examples}\n"
+                     f"(n: criteria in each bar; an empty bar with n=0 had no criterion to "
+                     f"intervene on)", fontsize=10)
         fig.tight_layout()
         _save(fig, out_png, out_pdf)
     finally:
@@ -644,6 +684,7 @@ def figA1_table(stats: pd.DataFrame) -> pd.DataFrame:
     return table[FIGA1_COLUMNS]
 
 
+@with_labels
 def figA1_matching_framings(stats: pd.DataFrame, out_png: Path, out_pdf: Path
                             ) -> pd.DataFrame:
     """Figure A.1: LLM-matching precision, recall and F1 per generator under each framing
@@ -668,7 +709,8 @@ def figA1_matching_framings(stats: pd.DataFrame, out_png: Path, out_pdf: Path
                          fontsize=9)
         axes[0][0].set_ylabel("LLM-matching score")
         _legend(fig, generators, colors)
-        fig.suptitle("LLM-matching under three framings of semantic similarity", fontsize=11)
+        fig.suptitle(f"LLM-matching under three framings of semantic similarity "
+                     f"({plural(n_examples_of(table), 'HealthBench example')})", fontsize=11)
         fig.tight_layout(rect=(0, 0.08, 1, 1))
         _save(fig, out_png, out_pdf)
     finally:
@@ -695,6 +737,7 @@ def figA2_table(stats: pd.DataFrame) -> pd.DataFrame:
     return table[FIGA2_COLUMNS]
 
 
+@with_labels
 def figA2_panel_sensitivity(stats: pd.DataFrame, out_png: Path, out_pdf: Path
                             ) -> pd.DataFrame:
     """Figure A.2: the score-correlation metric (mean per-example Spearman, Algorithm 3)
@@ -706,14 +749,19 @@ def figA2_panel_sensitivity(stats: pd.DataFrame, out_png: Path, out_pdf: Path
     colors = _colors(generators)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(panels) + 2), 4.4))
     try:
-        _grouped_bars(ax, table, "panel", panels, generators, colors)
-        ax.set_xticklabels(panels, rotation=20 if len(panels) > 4 else 0, ha="center",
-                           fontsize=8)
-        ax.set_ylim(*_value_limits(table))
-        ax.set_xlabel("response panel")
-        ax.set_ylabel("score correlation (Spearman)")
-        ax.legend(title="generator", fontsize=8, title_fontsize=8, frameon=False)
-        ax.set_title("Score correlation by choice of response panel", fontsize=10)
+        reason = undefined_reason(table)
+        if reason:
+            not_available(ax, reason)
+        else:
+            _grouped_bars(ax, table, "panel", panels, generators, colors)
+            ax.set_xticklabels(panels, rotation=20 if len(panels) > 4 else 0,
+                               ha="right" if len(panels) > 4 else "center", fontsize=8)
+            ax.set_ylim(*_value_limits(table))
+            ax.set_xlabel("response panel")
+            ax.set_ylabel("score correlation (Spearman)")
+            ax.legend(title="generator", fontsize=8, title_fontsize=8, frameon=False)
+        ax.set_title(f"Score correlation by choice of response panel "
+                     f"({plural(n_examples_of(table), 'HealthBench example')})", fontsize=10)
         fig.tight_layout()
         _save(fig, out_png, out_pdf)
     finally:
@@ -740,6 +788,7 @@ def figA4_table(stats: pd.DataFrame) -> pd.DataFrame:
     return table[FIGA4_COLUMNS]
 
 
+@with_labels
 def figA4_by_response_model(stats: pd.DataFrame, out_png: Path, out_pdf: Path
                             ) -> pd.DataFrame:
     """Figure A.4: the IT metrics per response model (x) and generator (bars, 95% paired
@@ -754,15 +803,22 @@ def figA4_by_response_model(stats: pd.DataFrame, out_png: Path, out_pdf: Path
     try:
         for index, (ax, metric) in enumerate(zip(axes, FIGA4_ORDER)):
             rows = table[table["metric"] == metric]
+            reason = undefined_reason(rows)
+            if reason:
+                not_available(ax, reason)
+                ax.set_title(_panel_title(index, IT_TASKS[metric]), fontsize=9, loc="left")
+                continue
             _grouped_bars(ax, rows, "response_model", models, generators, colors)
             ax.set_ylim(*_value_limits(rows))
             ax.set_ylabel(IT_SYMBOLS[metric])
             ax.set_title(_panel_title(index, IT_TASKS[metric]), fontsize=9, loc="left")
+        axes[-1].set_xticks(np.arange(len(models)))
         axes[-1].set_xticklabels([short_name(m) for m in models], rotation=25, ha="right",
-                                 fontsize=8)
+                                 fontsize=8, rotation_mode="anchor")
         axes[-1].set_xlabel("response model")
         _legend(fig, generators, colors)
-        fig.suptitle("Interventional transfer by response model", fontsize=11)
+        fig.suptitle(f"Interventional transfer by response model "
+                     f"({plural(n_examples_of(table), 'HealthBench example')})", fontsize=11)
         fig.tight_layout(rect=(0, 0.05, 1, 1))
         _save(fig, out_png, out_pdf)
     finally:

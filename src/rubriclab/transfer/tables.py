@@ -11,8 +11,7 @@ does a missing bound inside the brackets ("0.42 [n/a, n/a]"). A cell with no row
 decimal, ratios to 2); their frames hold those numbers rounded the same way.
 Bad input raises ValueError naming the missing column or the empty selection.
 
-Model names are shortened by dropping the provider prefix ("anthropic/claude-x" ->
-"claude-x"). A paired difference "A − B" is generator minus generator_b.
+Models are named by their display labels (rubriclab.labels), as in the figures. A paired difference "A − B" is generator minus generator_b.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from rubriclab.labels import with_labels
 from rubriclab.tidy import markdown_table
 
 from .figures import (
@@ -111,6 +111,7 @@ def _single_generator_note(frame: pd.DataFrame, what: str,
     return f"# transfer, {what}: paired differences\n\n{note}\n", table
 
 
+@with_labels
 def tableA4_existing_paired_differences(stats: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """Table A.4: paired differences between generators (generator minus generator_b) for
     every existing-approach metric, rows in EXISTING_METRICS order, one column per pair.
@@ -135,6 +136,7 @@ def tableA4_existing_paired_differences(stats: pd.DataFrame) -> tuple[str, pd.Da
 
 # --------------------------------------------------------------------------- Table A.5
 
+@with_labels
 def tableA5_degradation(stats: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """Table A.5: per degrading model (response_model, first-seen order) the mean drop in
     expert-rubric score from its normal to its degraded response (family degradation,
@@ -163,6 +165,7 @@ def tableA5_degradation(stats: pd.DataFrame) -> tuple[str, pd.DataFrame]:
 
 # --------------------------------------------------------------------------- Table A.6
 
+@with_labels
 def tableA6_similarity_pass_fail(stats: pd.DataFrame, response_model: str | None = None
                                  ) -> tuple[str, pd.DataFrame]:
     """Table A.6: per generator the mean maximum LLM-matching similarity (0-9) of its
@@ -205,6 +208,7 @@ def _as_bool(series: pd.Series, name: str) -> pd.Series:
     return mapped.astype(bool)
 
 
+@with_labels
 def tableA7_similarity_cutoffs(cutoffs: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """Table A.7: rows = cutoffs (ascending), columns = per generator the percent of its
     initially passing and of its failing criteria whose best similarity to an expert
@@ -250,6 +254,7 @@ def tableA7_similarity_cutoffs(cutoffs: pd.DataFrame) -> tuple[str, pd.DataFrame
 
 # --------------------------------------------------------------------------- Table A.8
 
+@with_labels
 def tableA8_it_paired_differences(stats: pd.DataFrame, response_model: str
                                   ) -> tuple[str, pd.DataFrame]:
     """Table A.8: paired differences between generators (generator minus generator_b) for
@@ -271,6 +276,7 @@ def tableA8_it_paired_differences(stats: pd.DataFrame, response_model: str
 
 # --------------------------------------------------------------------------- Table A.9
 
+@with_labels
 def tableA9_edit_sizes(edit_sizes: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """Table A.9: how much each intervention changes the response. One row per
     intervention in Figure 5's order (target generated +, generated -, expert +, expert -),

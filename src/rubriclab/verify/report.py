@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rubriclab.carry.aggregate import item_outcomes  # noqa: E402
+from rubriclab.labels import ModelLabels  # noqa: E402
 
 from .calibration import (  # noqa: E402
     INTERVAL_METHODS,
@@ -157,6 +158,12 @@ def calibration_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _judge_shown(judge: object, labels: ModelLabels) -> str:
+    """A model's display label; the worked example's judge ("the post's judge") as it is."""
+    text = str(judge)
+    return text if text.startswith("the ") else f"{labels(text)} judge"
+
+
 def _is_missing(value: object) -> bool:
     return value is None or pd.isna(value)
 
@@ -167,9 +174,13 @@ def _error(point: float, low: object, high: object):
     return [[max(0.0, point - 100 * float(low))], [max(0.0, 100 * float(high) - point)]]
 
 
-def plot_calibration(table: pd.DataFrame, confusion: Confusion, png: Path, pdf: Path) -> None:
+def plot_calibration(table: pd.DataFrame, confusion: Confusion, png: Path, pdf: Path,
+                     labels: ModelLabels | None = None) -> None:
     """Left: labelled replies by human and judge verdict. Right: reported, Rogan-Gladen and PPI
-    rates with their intervals, clipped to [0, 100]; unstable intervals dashed, with the reason."""
+    rates with their intervals, clipped to [0, 100]; unstable intervals dashed, with the reason.
+    Each row is labelled with its judge (display label) and its numbers of labelled and judged
+    items."""
+    labels = labels or ModelLabels()
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 0.9 * len(table) + 3.6),
                                       gridspec_kw={"width_ratios": [1, 2]})
     groups = ["human pass", "human fail"]
@@ -184,7 +195,9 @@ def plot_calibration(table: pd.DataFrame, confusion: Confusion, png: Path, pdf: 
     left.set_title(f"{confusion.n} labelled replies (worked example)")
     left.legend(frameon=False)
 
-    labels = [f"{r.dataset}\n{r.rendering}" for r in table.itertuples(index=False)]
+    row_names = [f"{r.dataset}, {r.rendering}\n{_judge_shown(r.judge, labels)}\n"
+                 f"{r.tp + r.fn + r.fp + r.tn} labelled, {r.n_judged} judged"
+                 for r in table.itertuples(index=False)]
     ys = range(len(table))
     human_shown = False
     for y, row in zip(ys, table.itertuples(index=False)):
@@ -221,9 +234,9 @@ def plot_calibration(table: pd.DataFrame, confusion: Confusion, png: Path, pdf: 
             right.plot(100 * row.human_pass_rate, y, marker="*", color="black", markersize=10,
                        linestyle="none", label=None if human_shown else "human pass rate")
             human_shown = True
-    right.set_yticks(list(ys), labels, fontsize=8)
+    right.set_yticks(list(ys), row_names, fontsize=7.5)
     right.set_ylim(len(table) - 0.45, -0.55)  # top to bottom, room for each row's note
-    right.set_xlim(0, 100)
+    right.set_xlim(-3, 103)  # markers at 0% and 100% drawn whole
     right.set_xlabel("pass rate (%), intervals clipped to [0, 100]")
     method = "; ".join(INTERVAL_METHODS[m] for m in sorted(set(table["method"])))
     right.set_title("reported and corrected pass rate, 95% intervals\n"
