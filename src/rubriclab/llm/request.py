@@ -130,6 +130,8 @@ def request_from_dict(values: Any) -> Request:
 def _real_or_none(name: str, value: Any) -> float | None:
     if value is None:
         return None
+    if type(value) is float and math.isfinite(value):  # the usual case, without abc checks
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"Request.{name} must be a number or None, got {value!r}")
     value = float(value)
@@ -139,6 +141,8 @@ def _real_or_none(name: str, value: Any) -> float | None:
 
 
 def _integer(name: str, value: Any) -> int:
+    if type(value) is int:  # the usual case, without abc checks (a paper run builds 700,000)
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"Request.{name} must be an integer, got {value!r}")
     if isinstance(value, numbers.Integral):

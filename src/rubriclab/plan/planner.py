@@ -16,6 +16,7 @@ interventions, the judging of those, the agent's later turns).
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import logging
 import os
@@ -38,7 +39,7 @@ from .dag import PlannedJob, Workflow
 # batch a job asks (every request of a small batch), and the rest scaled by the tokens per
 # character of those counted (litellm's token counter takes 0.1-1 ms a request, and a
 # paper-scale plan has 350,000).
-SAMPLES_PER_BATCH = 100
+SAMPLES_PER_BATCH = 50
 # A reasoning model is taken to spend this share of its room for thinking
 # (llm.per_model.<model>.reasoning_tokens) on each answer: providers bill thinking as
 # completion tokens, and how much a model thinks is known only once it has.
@@ -66,10 +67,16 @@ class StandIn:
         _, text = answer(request.message_dicts(), served_name(request.model), 0)
         if self.free_text_share is not None and get_format(request.response_format).free_text:
             words = max(1, int(request.max_tokens * self.free_text_share * 0.75))
-            filler = ("The answer goes on to explain the point in plain words, as a careful "
-                      "reply would. ").split()
-            text = " ".join([text, *(filler[i % len(filler)] for i in range(words))])
+            text = f"{text} {_filler(words)}"
         return text
+
+
+@functools.lru_cache(maxsize=64)
+def _filler(words: int) -> str:
+    """`words` words of plain prose (about 0.75 words a token)."""
+    filler = ("The answer goes on to explain the point in plain words, as a careful reply "
+              "would. ").split()
+    return " ".join(filler[i % len(filler)] for i in range(words))
 
 
 @dataclass

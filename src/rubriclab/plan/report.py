@@ -62,7 +62,9 @@ def prompt_caching(row: PlannedRow) -> PromptCaching:
         return result
     ratio = row.prompt_tokens_to_pay / max(1, sum(sum(len(m.content) for m in r.messages)
                                                  for r in requests))
-    marked = cacheable_prefixes(requests)
+    # A prefix's tokens at the row's tokens per character (counting each of thousands of
+    # distinct prefixes would take most of a paper-scale plan).
+    marked = cacheable_prefixes(requests, count_tokens=lambda _model, text: round(len(text) * ratio))
     written: set[str] = set()
     for request, chars in zip(requests, marked, strict=True):
         if not chars:
