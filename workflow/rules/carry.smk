@@ -21,13 +21,13 @@ rule carry_items:
     output:
         table="results/carry/items/{cdataset}.csv",
         teaching="results/carry/items/{cdataset}_teaching.csv",
+    log:
+        "logs/carry_items/{cdataset}.log",
+    conda:
+        "../envs/rubriclab.yaml"
     params:
         environments=config["carry"]["recon"]["environments"],
         code=CARRY_CODE,
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/carry_items/{cdataset}.log",
     script:
         "../scripts/carry_items.py"
 
@@ -38,12 +38,12 @@ rule carry_rubric_hand:
         carry_items="results/carry/items/recon.csv",
     output:
         "results/carry/rubrics/recon/hand.json",
-    params:
-        code=CARRY_CODE,
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/carry_rubric/recon-hand.log",
+    conda:
+        "../envs/rubriclab.yaml"
+    params:
+        code=CARRY_CODE,
     script:
         "../scripts/carry_rubric_hand.py"
 
@@ -54,25 +54,27 @@ rule carry_rubric_model:
     output:
         rubric="results/carry/rubrics/{cdataset}/{source}.json",
         ledger="results/ledger/carry_rubric-{cdataset}-{source}.jsonl",
+    log:
+        "logs/carry_rubric/{cdataset}-{source}.log",
+    benchmark:
+        "results/benchmarks/carry_rubric/{cdataset}-{source}.tsv"
     wildcard_constraints:
         source="generated|label",
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        **model_resources(GENERATOR),
     params:
         calls=call_settings("generator", GENERATOR),
         model=GENERATOR,
         n_checks=config["carry"]["sources"]["n_checks"],
         temperature=config["carry"]["sources"]["temperature"],
         max_tokens=config["carry"]["sources"]["max_tokens"],
-        examples_per_label=lambda w: config["carry"]["sources"]["label_examples_per_label"][w.cdataset],
+        examples_per_label=lambda w: config["carry"]["sources"][
+            "label_examples_per_label"
+        ][w.cdataset],
         seed=config["carry"]["sources"]["seed"],
         code=CARRY_CODE,
-    resources:
-        **model_resources(GENERATOR),
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/carry_rubric/{cdataset}-{source}.log",
-    benchmark:
-        "results/benchmarks/carry_rubric/{cdataset}-{source}.tsv"
     script:
         "../scripts/carry_rubric_model.py"
 
@@ -83,6 +85,15 @@ rule carry_chain:
     output:
         chain="results/carry/chains/{cdataset}/{reviser}/{source}-{mode}-seed{seed}.json",
         ledger="results/ledger/carry_chain-{cdataset}-{reviser}-{source}-{mode}-seed{seed}.jsonl",
+    log:
+        "logs/carry_chain/{cdataset}-{reviser}-{source}-{mode}-seed{seed}.log",
+    benchmark:
+        "results/benchmarks/carry_chain/{cdataset}-{reviser}-{source}-{mode}-seed{seed}.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        local_llm=lambda w: model_resources(REVISER_BY_SLUG[w.reviser])["local_llm"],
+        api_calls=lambda w: model_resources(REVISER_BY_SLUG[w.reviser])["api_calls"],
     params:
         calls=lambda w: call_settings("reviser", REVISER_BY_SLUG[w.reviser]),
         reviser=lambda w: REVISER_BY_SLUG[w.reviser],
@@ -90,15 +101,6 @@ rule carry_chain:
         temperature=config["carry"]["chains"]["temperature"],
         max_tokens=config["carry"]["chains"]["max_tokens"],
         code=CARRY_CODE,
-    resources:
-        local_llm=lambda w: model_resources(REVISER_BY_SLUG[w.reviser])["local_llm"],
-        api_calls=lambda w: model_resources(REVISER_BY_SLUG[w.reviser])["api_calls"],
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/carry_chain/{cdataset}-{reviser}-{source}-{mode}-seed{seed}.log",
-    benchmark:
-        "results/benchmarks/carry_chain/{cdataset}-{reviser}-{source}-{mode}-seed{seed}.tsv"
     script:
         "../scripts/carry_chain.py"
 
@@ -106,12 +108,24 @@ rule carry_chain:
 rule carry_judge:
     input:
         carry_items="results/carry/items/{cdataset}.csv",
-        starts=lambda w: expand("results/carry/rubrics/{cdataset}/{source}.json",
-                                cdataset=w.cdataset, source=carry_start_sources(w.cdataset)),
+        starts=lambda w: expand(
+            "results/carry/rubrics/{cdataset}/{source}.json",
+            cdataset=w.cdataset,
+            source=carry_start_sources(w.cdataset),
+        ),
         chains=lambda w: carry_chain_files(w.cdataset),
     output:
         verdicts="results/carry/judged/{cdataset}/{judge}/verdicts.csv",
         ledger="results/ledger/carry_judge-{cdataset}-{judge}.jsonl",
+    log:
+        "logs/carry_judge/{cdataset}-{judge}.log",
+    benchmark:
+        "results/benchmarks/carry_judge/{cdataset}-{judge}.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        local_llm=lambda w: model_resources(JUDGE_BY_SLUG[w.judge])["local_llm"],
+        api_calls=lambda w: model_resources(JUDGE_BY_SLUG[w.judge])["api_calls"],
     params:
         calls=lambda w: call_settings("judge", JUDGE_BY_SLUG[w.judge]),
         judge=lambda w: JUDGE_BY_SLUG[w.judge],
@@ -121,15 +135,6 @@ rule carry_judge:
         renderings=config["carry"]["recon"]["renderings"],
         prompt_template=judge_prompt_fingerprint(),
         code=CARRY_CODE,
-    resources:
-        local_llm=lambda w: model_resources(JUDGE_BY_SLUG[w.judge])["local_llm"],
-        api_calls=lambda w: model_resources(JUDGE_BY_SLUG[w.judge])["api_calls"],
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/carry_judge/{cdataset}-{judge}.log",
-    benchmark:
-        "results/benchmarks/carry_judge/{cdataset}-{judge}.tsv"
     script:
         "../scripts/carry_judge.py"
 
@@ -138,26 +143,29 @@ rule carry_analyse:
     input:
         carry_items="results/carry/items/{cdataset}.csv",
         verdicts="results/carry/judged/{cdataset}/{judge}/verdicts.csv",
-        starts=lambda w: expand("results/carry/rubrics/{cdataset}/{source}.json",
-                                cdataset=w.cdataset, source=carry_start_sources(w.cdataset)),
+        starts=lambda w: expand(
+            "results/carry/rubrics/{cdataset}/{source}.json",
+            cdataset=w.cdataset,
+            source=carry_start_sources(w.cdataset),
+        ),
         chains=lambda w: carry_chain_files(w.cdataset),
     output:
         rates="results/carry/judged/{cdataset}/{judge}/rates.csv",
         decisions="results/carry/judged/{cdataset}/{judge}/decisions.csv",
         attribution="results/carry/judged/{cdataset}/{judge}/attribution.csv",
         deletions="results/carry/judged/{cdataset}/{judge}/deletions.csv",
+    log:
+        "logs/carry_analyse/{cdataset}-{judge}.log",
+    benchmark:
+        "results/benchmarks/carry_analyse/{cdataset}-{judge}.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
     params:
         judge=lambda w: JUDGE_BY_SLUG[w.judge],
         gates=["none", *config["carry"]["gates"]],
         renderings=config["carry"]["recon"]["renderings"],
         bootstrap=config["carry"]["bootstrap"],
         code=CARRY_CODE,
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/carry_analyse/{cdataset}-{judge}.log",
-    benchmark:
-        "results/benchmarks/carry_analyse/{cdataset}-{judge}.tsv"
     script:
         "../scripts/carry_analyse.py"
 
@@ -165,63 +173,81 @@ rule carry_analyse:
 rule carry_collect:
     input:
         rates=[f for d in CARRY_DATASETS for f in carry_judge_files(d, "rates.csv")],
-        attribution=[f for d in CARRY_DATASETS for f in carry_judge_files(d, "attribution.csv")],
-        deletions=[f for d in CARRY_DATASETS for f in carry_judge_files(d, "deletions.csv")],
+        attribution=[
+            f for d in CARRY_DATASETS for f in carry_judge_files(d, "attribution.csv")
+        ],
+        deletions=[
+            f for d in CARRY_DATASETS for f in carry_judge_files(d, "deletions.csv")
+        ],
     output:
         rates="results/carry/rates.csv",
         attribution="results/carry/attribution.csv",
         deletions="results/carry/deletions.csv",
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/carry_collect.log",
+    conda:
+        "../envs/rubriclab.yaml"
     script:
         "../scripts/carry_collect.py"
 
 
 rule carry_failing_checks:
     input:
-        carry_items=expand("results/carry/items/{cdataset}.csv", cdataset=["recon", "ragtruth"]),
-        verdicts=expand("results/carry/judged/{cdataset}/{judge}/verdicts.csv",
-                        cdataset=["recon", "ragtruth"], judge=MAIN_JUDGE_SLUG),
-        recon_starts=expand("results/carry/rubrics/recon/{source}.json", source=["hand", "label"]),
-        ragtruth_starts=expand("results/carry/rubrics/ragtruth/{source}.json",
-                               source=["generated", "label"]),
+        carry_items=expand(
+            "results/carry/items/{cdataset}.csv", cdataset=["recon", "ragtruth"]
+        ),
+        verdicts=expand(
+            "results/carry/judged/{cdataset}/{judge}/verdicts.csv",
+            cdataset=["recon", "ragtruth"],
+            judge=MAIN_JUDGE_SLUG,
+        ),
+        recon_starts=expand(
+            "results/carry/rubrics/recon/{source}.json", source=["hand", "label"]
+        ),
+        ragtruth_starts=expand(
+            "results/carry/rubrics/ragtruth/{source}.json",
+            source=["generated", "label"],
+        ),
         recon_chain=carry_chain_files("recon", MAIN_REVISER_SLUG),
         ragtruth_chain=carry_chain_files("ragtruth", MAIN_REVISER_SLUG),
     output:
         "results/carry/failing_checks.csv",
+    log:
+        "logs/carry_failing_checks.log",
+    conda:
+        "../envs/rubriclab.yaml"
     params:
         environment=config["carry"]["recon"]["table4_environment"],
         reviser=REVISER,
         code=CARRY_CODE,
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/carry_failing_checks.log",
     script:
         "../scripts/carry_failing_checks.py"
 
 
 rule carry_gate_agreement:
     input:
-        decisions=[f for d in CARRY_DATASETS for f in carry_judge_files(d, "decisions.csv")],
+        decisions=[
+            f for d in CARRY_DATASETS for f in carry_judge_files(d, "decisions.csv")
+        ],
     output:
-        md=report("figures/carry/table_gate_agreement.md",
-                  caption="../report/carry_gate_agreement.rst", category="carry"),
+        md=report(
+            "figures/carry/table_gate_agreement.md",
+            caption="../report/carry_gate_agreement.rst",
+            category="carry",
+        ),
         csv="figures/carry/table_gate_agreement.csv",
         splits="figures/carry/table_gate_agreement_splits.csv",
         provenance="figures/carry/table_gate_agreement.provenance.json",
+    log:
+        "logs/carry_gate_agreement.log",
+    conda:
+        "../envs/rubriclab.yaml"
     params:
         judges=CARRY_JUDGES,
         code=CARRY_CODE,
         models=CARRY_MODELS,
         labels=labels_of(CARRY_MODELS),
         provenance=recorded_provenance,
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/carry_gate_agreement.log",
     script:
         "../scripts/carry_gate_agreement.py"
 
@@ -236,18 +262,18 @@ rule carry_figure:
         pdf="figures/carry/{figure}.pdf",
         csv="results/carry/figures/{figure}.csv",
         provenance="figures/carry/{figure}.provenance.json",
+    log:
+        "logs/carry_figure/{figure}.log",
     wildcard_constraints:
         figure="|".join(CARRY_FIGURES),
+    conda:
+        "../envs/rubriclab.yaml"
     params:
         judge=JUDGE,
         code=CARRY_CODE,
         models=CARRY_MODELS,
         labels=labels_of(CARRY_MODELS),
         provenance=recorded_provenance,
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/carry_figure/{figure}.log",
     script:
         "../scripts/carry_figure.py"
 
@@ -260,17 +286,17 @@ rule carry_table:
         md=carry_report("figures/carry/{table}.md", "carry_table.rst"),
         csv="figures/carry/{table}.csv",
         provenance="figures/carry/{table}.provenance.json",
+    log:
+        "logs/carry_table/{table}.log",
     wildcard_constraints:
         table="|".join(CARRY_TABLES),
+    conda:
+        "../envs/rubriclab.yaml"
     params:
         judge=JUDGE,
         code=CARRY_CODE,
         models=CARRY_MODELS,
         labels=labels_of(CARRY_MODELS),
         provenance=recorded_provenance,
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/carry_table/{table}.log",
     script:
         "../scripts/carry_table.py"

@@ -7,7 +7,9 @@ import sys
 from importlib.resources import files
 
 from rubriclab.carry.prompts import template_fingerprint as judge_prompt_fingerprint
-from rubriclab.transfer.prompts import template_fingerprint as transfer_prompt_fingerprint
+from rubriclab.transfer.prompts import (
+    template_fingerprint as transfer_prompt_fingerprint,
+)
 from rubriclab.config import apply_env_overrides, load_yaml, validate_config
 from rubriclab.data.download import dataset_files
 from rubriclab.data.hub import check_source as check_hub_source
@@ -15,31 +17,49 @@ from rubriclab.llm.progress import RUN_PLAN_VARIABLE, write_run_plan
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.files import model_slug, tree_fingerprint
 from rubriclab.runs import enter_named_run
-from rubriclab.validate import (check_before_first_job, coerce_command_line, configured_models,
-                                model_problems, raise_if, unknown_keys)
+from rubriclab.validate import (
+    check_before_first_job,
+    coerce_command_line,
+    configured_models,
+    model_problems,
+    raise_if,
+    unknown_keys,
+)
 from rubriclab.labels import ModelLabels
 from rubriclab.provenance import read_provenance
 
-
 _schema = load_yaml(workflow.source_path("../schemas/config.schema.yaml"))
 # --config values given in nested form arrive as strings; numbers among them are read as such.
-_given = coerce_command_line(apply_env_overrides(config), workflow.config_settings.config, _schema)
+_given = coerce_command_line(
+    apply_env_overrides(config), workflow.config_settings.config, _schema
+)
 raise_if(unknown_keys(_given, _schema), "invalid configuration")
 _validated = validate_config(_given, _schema)
-raise_if(model_problems(configured_models(_validated)), "model strings that cannot be called")
+raise_if(
+    model_problems(configured_models(_validated)), "model strings that cannot be called"
+)
 # A named run (`run: <name>`) works in runs/<name>/, the cache and data mirror still shared.
-_validated, RUN_DIR = enter_named_run(_validated, os.getcwd(), workflow.overwrite_workdir)
+_validated, RUN_DIR = enter_named_run(
+    _validated, os.getcwd(), workflow.overwrite_workdir
+)
 config.clear()
 config.update(_validated)
 if RUN_DIR:
+
     workdir: RUN_DIR
 
-DATASETS = ["summedits", "ragtruth"]  # human-labelled: items with correct / flawed labels
+
+DATASETS = [
+    "summedits",
+    "ragtruth",
+]  # human-labelled: items with correct / flawed labels
 RAW_DATASETS = DATASETS + ["healthbench"]
 JUDGE = config["models"]["judge"]
 AGENT = config["models"]["agent"]
 # The generic checklists ship with the package; as an input, an edit to them reruns what follows.
-GENERIC_CHECKLISTS = str(files("rubriclab") / "resources" / "checklists" / "generic.yaml")
+GENERIC_CHECKLISTS = str(
+    files("rubriclab") / "resources" / "checklists" / "generic.yaml"
+)
 TABLE1_EXAMPLE = str(files("rubriclab") / "resources" / "carry" / "table1_example.yaml")
 
 # API keys are deliberately not declared as `envvars:`: a run served entirely from the cache
@@ -50,12 +70,20 @@ TABLE1_EXAMPLE = str(files("rubriclab") / "resources" / "carry" / "table1_exampl
 
 
 onstart:
-    check_before_first_job(config, warn=lambda line: print(f"warning: {line}", file=sys.stderr),
-                           # every job that calls a model writes a ledger
-                           job_params=[list(job.params) for job in workflow.dag.needrun_jobs()
-                                       if "ledger" in job.output.keys()])
+    check_before_first_job(
+        config,
+        warn=lambda line: print(f"warning: {line}", file=sys.stderr),
+        # every job that calls a model writes a ledger
+        job_params=[
+            list(job.params)
+            for job in workflow.dag.needrun_jobs()
+            if "ledger" in job.output.keys()
+        ],
+    )
     # The jobs of this run, for the progress lines' "run: done/total jobs, time left".
-    write_run_plan("logs/run_plan.json", [job.output for job in workflow.dag.needrun_jobs()])
+    write_run_plan(
+        "logs/run_plan.json", [job.output for job in workflow.dag.needrun_jobs()]
+    )
     os.environ[RUN_PLAN_VARIABLE] = os.path.abspath("logs/run_plan.json")
 
 
@@ -79,7 +107,9 @@ def healthbench_files(role):
     settings = config["datasets"]["healthbench"]
     if role == "item_files" and settings["hub"]:
         return []
-    if role == "top_up_files" and (settings["short_theme"] != "top_up" or not config["data_mirror"]):
+    if role == "top_up_files" and (
+        settings["short_theme"] != "top_up" or not config["data_mirror"]
+    ):
         return []
     return [f"data/raw/healthbench/{name}" for name in settings[role]]
 
@@ -107,7 +137,10 @@ def model_resources(model):
         return {"local_llm": 1, "api_calls": 0}
     if model.startswith("fake/"):
         return {"local_llm": 0, "api_calls": 0}
-    settings = {**config["llm"]["defaults"], **config["llm"]["per_model"].get(model, {})}
+    settings = {
+        **config["llm"]["defaults"],
+        **config["llm"]["per_model"].get(model, {}),
+    }
     return {"local_llm": 0, "api_calls": settings.get("concurrency", 4)}
 
 
@@ -118,28 +151,38 @@ LABELS = ModelLabels(config["labels"])
 def labels_of(models):
     """{model string: display label} of every model in a {role: model or list} map: a param of
     each figure and table rule, so renaming a model redraws exactly what shows it."""
-    flat = [m for value in models.values() for m in ([value] if isinstance(value, str) else value)]
+    flat = [
+        m
+        for value in models.values()
+        for m in ([value] if isinstance(value, str) else value)
+    ]
     return LABELS.mapping(flat)
 
 
 def recorded_provenance(wildcards, output):
     """The provenance its job wrote beside the output (a param that reads an output is not
-    compared for reruns): the report renders captions from it, not from the report's config."""
+    compared for reruns): the report renders captions from it, not from the report's config.
+    """
     return read_provenance(output.provenance)
 
 
 def call_settings(role, model):
     """What the model layer adds to a role's requests of `model` (reasoning effort, room for
-    reasoning): a param of each model rule, so changing them reruns exactly those jobs."""
-    return {"role": role,
-            "reasoning_effort": _LLM_CONFIG.role_settings_for(role, model).reasoning_effort,
-            "reasoning_tokens": _LLM_CONFIG.settings_for(model).reasoning_tokens}
+    reasoning): a param of each model rule, so changing them reruns exactly those jobs.
+    """
+    return {
+        "role": role,
+        "reasoning_effort": _LLM_CONFIG.role_settings_for(role, model).reasoning_effort,
+        "reasoning_tokens": _LLM_CONFIG.settings_for(model).reasoning_tokens,
+    }
 
 
 def ledger_files():
     return [
-        *expand("results/ledger/carry_fig2_judge-{dataset}.jsonl",
-                dataset=config["carry"]["fig2"]["datasets"]),
+        *expand(
+            "results/ledger/carry_fig2_judge-{dataset}.jsonl",
+            dataset=config["carry"]["fig2"]["datasets"],
+        ),
         *expand("results/ledger/verify_judge_labels-{dataset}.jsonl", dataset=DATASETS),
         "results/ledger/verify_agent_trials.jsonl",
         "results/ledger/verify_reply_rubric.jsonl",
@@ -168,18 +211,27 @@ def all_targets():
 CARRY_DATASETS = ["recon", "summedits", "ragtruth"]
 CARRY_JUDGES = config["carry"]["judges"] or [JUDGE]
 if JUDGE not in CARRY_JUDGES:
-    raise ValueError(f"config key 'carry.judges': the main judge models.judge ({JUDGE!r}) "
-                     f"must be one of them, got {CARRY_JUDGES}")
+    raise ValueError(
+        f"config key 'carry.judges': the main judge models.judge ({JUDGE!r}) "
+        f"must be one of them, got {CARRY_JUDGES}"
+    )
 GENERATOR = config["models"]["generator"]
 REVISER = config["models"]["reviser"]
 REVISERS = config["models"]["revisers"] or [REVISER]
 if REVISER not in REVISERS:
-    raise ValueError(f"config key 'models.revisers': the main reviser models.reviser ({REVISER!r}) "
-                     f"must be one of them, got {REVISERS}")
+    raise ValueError(
+        f"config key 'models.revisers': the main reviser models.reviser ({REVISER!r}) "
+        f"must be one of them, got {REVISERS}"
+    )
 
 
-CARRY_MODELS = {"judge": JUDGE, "judges": CARRY_JUDGES, "reviser": REVISER,
-                "revisers": REVISERS, "generator": GENERATOR}
+CARRY_MODELS = {
+    "judge": JUDGE,
+    "judges": CARRY_JUDGES,
+    "reviser": REVISER,
+    "revisers": REVISERS,
+    "generator": GENERATOR,
+}
 JUDGE_BY_SLUG = {model_slug(model): model for model in CARRY_JUDGES}
 MAIN_JUDGE_SLUG = model_slug(JUDGE)
 REVISER_BY_SLUG = {model_slug(model): model for model in REVISERS}
@@ -190,56 +242,96 @@ def carry_chains(dataset):
     """(reviser slug, source, mode, seed) of every chain of the dataset: every reviser runs
     every planned chain."""
     plan = config["carry"]["chains"][dataset]
-    return [(reviser, *entry.split(":"), seed) for reviser in REVISER_BY_SLUG
-            for entry in plan["chains"] for seed in config["carry"]["chains"]["seeds"]]
+    return [
+        (reviser, *entry.split(":"), seed)
+        for reviser in REVISER_BY_SLUG
+        for entry in plan["chains"]
+        for seed in config["carry"]["chains"]["seeds"]
+    ]
 
 
 def carry_chain_files(dataset, reviser=None):
     """Chain records of the dataset (of one reviser slug, or of all)."""
-    return [f"results/carry/chains/{dataset}/{slug}/{source}-{mode}-seed{seed}.json"
-            for slug, source, mode, seed in carry_chains(dataset)
-            if reviser is None or slug == reviser]
+    return [
+        f"results/carry/chains/{dataset}/{slug}/{source}-{mode}-seed{seed}.json"
+        for slug, source, mode, seed in carry_chains(dataset)
+        if reviser is None or slug == reviser
+    ]
 
 
 def carry_start_sources(dataset):
-    return sorted({source for _, source, _, _ in carry_chains(dataset)}
-                  | ({"hand", "generated", "label"} if dataset == "recon" else {"generated", "label"}))
+    return sorted(
+        {source for _, source, _, _ in carry_chains(dataset)}
+        | (
+            {"hand", "generated", "label"}
+            if dataset == "recon"
+            else {"generated", "label"}
+        )
+    )
 
 
 def carry_judge_files(dataset, name):
-    return expand("results/carry/judged/{dataset}/{judge}/{name}", dataset=dataset,
-                  judge=list(JUDGE_BY_SLUG), name=name)
+    return expand(
+        "results/carry/judged/{dataset}/{judge}/{name}",
+        dataset=dataset,
+        judge=list(JUDGE_BY_SLUG),
+        name=name,
+    )
 
 
 def carry_ledger_files():
     files = []
     for dataset in CARRY_DATASETS:
-        files += [f"results/ledger/carry_rubric-{dataset}-{source}.jsonl"
-                  for source in carry_start_sources(dataset) if source != "hand"]
-        files += [f"results/ledger/carry_chain-{dataset}-{reviser}-{source}-{mode}-seed{seed}.jsonl"
-                  for reviser, source, mode, seed in carry_chains(dataset)]
-        files += [f"results/ledger/carry_judge-{dataset}-{judge}.jsonl" for judge in JUDGE_BY_SLUG]
+        files += [
+            f"results/ledger/carry_rubric-{dataset}-{source}.jsonl"
+            for source in carry_start_sources(dataset)
+            if source != "hand"
+        ]
+        files += [
+            f"results/ledger/carry_chain-{dataset}-{reviser}-{source}-{mode}-seed{seed}.jsonl"
+            for reviser, source, mode, seed in carry_chains(dataset)
+        ]
+        files += [
+            f"results/ledger/carry_judge-{dataset}-{judge}.jsonl"
+            for judge in JUDGE_BY_SLUG
+        ]
     return files
 
 
-CARRY_FIGURES = ["fig1_strictness", "fig3_accuracy_vs_flawed_share", "fig4_self_review_drift",
-                 "fig5_attribution_by_origin", "fig6_gated_quality"]
-CARRY_TABLES = ["table2_gate_replay", "table3_gates_human_labeled", "table4_recon_failing_checks",
-                "table5_ragtruth_failing_checks"]
+CARRY_FIGURES = [
+    "fig1_strictness",
+    "fig3_accuracy_vs_flawed_share",
+    "fig4_self_review_drift",
+    "fig5_attribution_by_origin",
+    "fig6_gated_quality",
+]
+CARRY_TABLES = [
+    "table2_gate_replay",
+    "table3_gates_human_labeled",
+    "table4_recon_failing_checks",
+    "table5_ragtruth_failing_checks",
+]
 
 
 def carry_targets():
     return [
-        *expand("figures/carry/{figure}.{ext}", figure=CARRY_FIGURES, ext=["png", "pdf"]),
+        *expand(
+            "figures/carry/{figure}.{ext}", figure=CARRY_FIGURES, ext=["png", "pdf"]
+        ),
         *expand("figures/carry/{table}.{ext}", table=CARRY_TABLES, ext=["md", "csv"]),
-        *expand("figures/carry/table_gate_agreement{part}", part=[".md", ".csv", "_splits.csv"]),
+        *expand(
+            "figures/carry/table_gate_agreement{part}",
+            part=[".md", ".csv", "_splits.csv"],
+        ),
     ]
 
 
 def carry_items_input(wildcards):
     if wildcards.cdataset == "recon":
-        return {"reports": "data/prepared/recon/reports_recon108.csv",
-                "recon72": "data/prepared/recon/reports_recon72.csv"}
+        return {
+            "reports": "data/prepared/recon/reports_recon108.csv",
+            "recon72": "data/prepared/recon/reports_recon72.csv",
+        }
     return {"table": f"data/prepared/{wildcards.cdataset}.csv"}
 
 
@@ -259,79 +351,157 @@ T_RESPONSE_MODEL = TRANSFER["response_model"]
 T_IT_MODELS = TRANSFER["it_response_models"] or [T_RESPONSE_MODEL]
 T_DEGRADATION_MODELS = TRANSFER["degradation_models"] or [TRANSFER["degrader"]]
 if T_RESPONSE_MODEL not in T_IT_MODELS:
-    raise ValueError("config key 'transfer.it_response_models' must include "
-                     f"transfer.response_model ({T_RESPONSE_MODEL!r})")
+    raise ValueError(
+        "config key 'transfer.it_response_models' must include "
+        f"transfer.response_model ({T_RESPONSE_MODEL!r})"
+    )
 if TRANSFER["degrader"] not in T_DEGRADATION_MODELS:
-    raise ValueError("config key 'transfer.degradation_models' must include "
-                     f"transfer.degrader ({TRANSFER['degrader']!r})")
+    raise ValueError(
+        "config key 'transfer.degradation_models' must include "
+        f"transfer.degrader ({TRANSFER['degrader']!r})"
+    )
 
 
 def responder(entry):
     """'model' or 'model@k' -> 'model|k' (the responder id the pipeline uses)."""
     model, _, sample = entry.partition("@")
     if sample and not sample.isdigit():
-        raise ValueError(f"config key 'transfer.panel': {entry!r}: the part after '@' must be a "
-                         "sample index")
+        raise ValueError(
+            f"config key 'transfer.panel': {entry!r}: the part after '@' must be a "
+            "sample index"
+        )
     return f"{model}|{int(sample or 0)}"
 
 
 T_PANEL = [responder(entry) for entry in TRANSFER["panel"]]
-T_PANELS = {"all": T_PANEL, **{name: [responder(e) for e in entries]
-                               for name, entries in TRANSFER["panel_choices"].items()}}
+T_PANELS = {
+    "all": T_PANEL,
+    **{
+        name: [responder(e) for e in entries]
+        for name, entries in TRANSFER["panel_choices"].items()
+    },
+}
 for _name, _members in T_PANELS.items():
     _unknown = sorted(set(_members) - set(T_PANEL))
     if _unknown:
-        raise ValueError(f"config key 'transfer.panel_choices.{_name}': {_unknown} are not in "
-                         "transfer.panel")
-T_RESPONDERS = list(dict.fromkeys([f"{m}|0" for m in T_IT_MODELS] + T_PANEL
-                                  + [f"{m}|0" for m in T_DEGRADATION_MODELS]))
+        raise ValueError(
+            f"config key 'transfer.panel_choices.{_name}': {_unknown} are not in "
+            "transfer.panel"
+        )
+T_RESPONDERS = list(
+    dict.fromkeys(
+        [f"{m}|0" for m in T_IT_MODELS]
+        + T_PANEL
+        + [f"{m}|0" for m in T_DEGRADATION_MODELS]
+    )
+)
 RESPONDER_BY_SLUG = {model_slug(r): r for r in T_RESPONDERS}
 T_GENERATOR_BY_SLUG = {model_slug(g): g for g in T_GENERATORS}
-T_MODEL_BY_SLUG = {model_slug(m): m for m in set(T_IT_MODELS) | set(T_DEGRADATION_MODELS)}
+T_MODEL_BY_SLUG = {
+    model_slug(m): m for m in set(T_IT_MODELS) | set(T_DEGRADATION_MODELS)
+}
 
 
-TRANSFER_MODELS = {"judge": T_JUDGE, "restater": T_RESTATER, "matcher": T_MATCHER,
-                   "generators": T_GENERATORS, "response_model": T_RESPONSE_MODEL,
-                   "it_response_models": T_IT_MODELS, "degrader": TRANSFER["degrader"],
-                   "degradation_models": T_DEGRADATION_MODELS, "panel": T_PANEL}
+TRANSFER_MODELS = {
+    "judge": T_JUDGE,
+    "restater": T_RESTATER,
+    "matcher": T_MATCHER,
+    "generators": T_GENERATORS,
+    "response_model": T_RESPONSE_MODEL,
+    "it_response_models": T_IT_MODELS,
+    "degrader": TRANSFER["degrader"],
+    "degradation_models": T_DEGRADATION_MODELS,
+    "panel": T_PANEL,
+}
 VERIFY_MODELS = {"judge": JUDGE, "agent": AGENT}
-LABELS.check_distinct([*labels_of(CARRY_MODELS), *labels_of(TRANSFER_MODELS),
-                       *labels_of(VERIFY_MODELS)])
+LABELS.check_distinct(
+    [*labels_of(CARRY_MODELS), *labels_of(TRANSFER_MODELS), *labels_of(VERIFY_MODELS)]
+)
 
 
 def transfer_response_files():
     """Stem of every responses table the judge scores."""
-    return (["physician"]
-            + [f"original-{slug}" for slug in RESPONDER_BY_SLUG]
-            + [f"degraded-{model_slug(m)}" for m in T_DEGRADATION_MODELS]
-            + [f"interventions-{model_slug(m)}" for m in T_IT_MODELS])
+    return (
+        ["physician"]
+        + [f"original-{slug}" for slug in RESPONDER_BY_SLUG]
+        + [f"degraded-{model_slug(m)}" for m in T_DEGRADATION_MODELS]
+        + [f"interventions-{model_slug(m)}" for m in T_IT_MODELS]
+    )
 
 
 def transfer_ledger_files():
-    return (["results/ledger/transfer_restate.jsonl"]
-            + [f"results/ledger/transfer_generate-{slug}.jsonl" for slug in T_GENERATOR_BY_SLUG]
-            + [f"results/ledger/transfer_respond-{slug}.jsonl" for slug in RESPONDER_BY_SLUG]
-            + [f"results/ledger/transfer_degrade-{model_slug(m)}.jsonl" for m in T_DEGRADATION_MODELS]
-            + [f"results/ledger/transfer_intervene-{model_slug(m)}.jsonl" for m in T_IT_MODELS]
-            + [f"results/ledger/transfer_judge-{name}.jsonl" for name in transfer_response_files()]
-            + [f"results/ledger/transfer_match-{slug}.jsonl" for slug in T_GENERATOR_BY_SLUG])
+    return (
+        ["results/ledger/transfer_restate.jsonl"]
+        + [
+            f"results/ledger/transfer_generate-{slug}.jsonl"
+            for slug in T_GENERATOR_BY_SLUG
+        ]
+        + [
+            f"results/ledger/transfer_respond-{slug}.jsonl"
+            for slug in RESPONDER_BY_SLUG
+        ]
+        + [
+            f"results/ledger/transfer_degrade-{model_slug(m)}.jsonl"
+            for m in T_DEGRADATION_MODELS
+        ]
+        + [
+            f"results/ledger/transfer_intervene-{model_slug(m)}.jsonl"
+            for m in T_IT_MODELS
+        ]
+        + [
+            f"results/ledger/transfer_judge-{name}.jsonl"
+            for name in transfer_response_files()
+        ]
+        + [
+            f"results/ledger/transfer_match-{slug}.jsonl"
+            for slug in T_GENERATOR_BY_SLUG
+        ]
+    )
 
 
-TRANSFER_FIGURES = ["fig4_existing_approaches", "fig5_interventional_transfer",
-                    "fig6_criteria_level", "figA1_matching_framings", "figA2_panel_sensitivity",
-                    "figA4_by_response_model"]
-TRANSFER_TABLES = ["tableA4_existing_paired_differences", "tableA5_degradation",
-                   "tableA6_similarity_pass_fail", "tableA7_similarity_cutoffs",
-                   "tableA8_it_paired_differences", "tableA9_edit_sizes"]
+TRANSFER_FIGURES = [
+    "fig4_existing_approaches",
+    "fig5_interventional_transfer",
+    "fig6_criteria_level",
+    "figA1_matching_framings",
+    "figA2_panel_sensitivity",
+    "figA4_by_response_model",
+]
+TRANSFER_TABLES = [
+    "tableA4_existing_paired_differences",
+    "tableA5_degradation",
+    "tableA6_similarity_pass_fail",
+    "tableA7_similarity_cutoffs",
+    "tableA8_it_paired_differences",
+    "tableA9_edit_sizes",
+]
 
 
 def transfer_targets():
     return [
-        *expand("figures/transfer/{figure}.{ext}", figure=TRANSFER_FIGURES, ext=["png", "pdf"]),
-        *expand("figures/transfer/{table}.{ext}", table=TRANSFER_TABLES, ext=["md", "csv"]),
+        *expand(
+            "figures/transfer/{figure}.{ext}",
+            figure=TRANSFER_FIGURES,
+            ext=["png", "pdf"],
+        ),
+        *expand(
+            "figures/transfer/{table}.{ext}", table=TRANSFER_TABLES, ext=["md", "csv"]
+        ),
     ]
 
 
 def transfer_report(path, caption):
     # One caption file per rule: it picks the figure's or table's text by wildcard (Jinja).
     return report(path, caption=f"../report/{caption}", category="transfer")
+
+
+def plan_files(_wildcards):
+    """The plan `rubriclab plan` wrote for a run in this folder, if there is one: the cost
+    report puts the bill beside it (when it was made for this same config)."""
+    made = os.path.exists("results/plan/plan.csv") and os.path.exists(
+        "results/plan/plan.json"
+    )
+    return {
+        "plan": ["results/plan/plan.csv"] if made else [],
+        "plan_digest": ["results/plan/plan.json"] if made else [],
+    }

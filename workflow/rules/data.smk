@@ -7,31 +7,35 @@
 rule fetch_raw:
     output:
         "data/raw/{dataset}/{filename}",
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/fetch_raw/{dataset}/{filename}.log",
     wildcard_constraints:
         dataset="|".join(RAW_DATASETS),
+    conda:
+        "../envs/rubriclab.yaml"
     script:
         "../scripts/fetch_raw.py"
 
 
 rule prepare_dataset:
     input:
-        lambda wc: expand("data/raw/{dataset}/{filename}", dataset=wc.dataset, filename=raw_files(wc.dataset)),
+        lambda wc: expand(
+            "data/raw/{dataset}/{filename}",
+            dataset=wc.dataset,
+            filename=raw_files(wc.dataset),
+        ),
     output:
         table="data/prepared/{dataset}.csv",
         left_out="data/prepared/{dataset}_left_out.csv",
         manifest="data/prepared/{dataset}_manifest.json",
-    params:
-        settings=lambda wc: config["datasets"][wc.dataset],
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/prepare_dataset/{dataset}.log",
     wildcard_constraints:
         dataset="|".join(DATASETS),
+    conda:
+        "../envs/rubriclab.yaml"
+    params:
+        settings=lambda wc: config["datasets"][wc.dataset],
     script:
         "../scripts/prepare_dataset.py"
 
@@ -45,20 +49,30 @@ rule prepare_healthbench:
         table="data/prepared/healthbench.csv",
         left_out="data/prepared/healthbench_left_out.csv",
         manifest="data/prepared/healthbench_manifest.json",
-    params:
-        settings={k: v for k, v in config["datasets"]["healthbench"].items() if not k.endswith("_files")},
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/prepare_healthbench.log",
+    conda:
+        "../envs/rubriclab.yaml"
+    params:
+        settings={
+            k: v
+            for k, v in config["datasets"]["healthbench"].items()
+            if not k.endswith("_files")
+        },
     script:
         "../scripts/prepare_healthbench.py"
 
 
 rule data_summary:
     input:
-        **{f"{name}_table": f"data/prepared/{name}.csv" for name in DATASETS + ["healthbench"]},
-        **{f"{name}_left_out": f"data/prepared/{name}_left_out.csv" for name in DATASETS + ["healthbench"]},
+        **{
+            f"{name}_table": f"data/prepared/{name}.csv"
+            for name in DATASETS + ["healthbench"]
+        },
+        **{
+            f"{name}_left_out": f"data/prepared/{name}_left_out.csv"
+            for name in DATASETS + ["healthbench"]
+        },
         recon72="data/prepared/recon/reports_recon72.csv",
         recon108="data/prepared/recon/reports_recon108.csv",
     output:
@@ -67,10 +81,10 @@ rule data_summary:
             caption="../report/data_summary.rst",
             category="data",
         ),
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/data_summary.log",
+    conda:
+        "../envs/rubriclab.yaml"
     script:
         "../scripts/data_summary.py"
 
@@ -80,11 +94,11 @@ rule data_summary:
 rule effective_config:
     output:
         "results/effective_config.yaml",
-    params:
-        config=config,
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/effective_config.log",
+    conda:
+        "../envs/rubriclab.yaml"
+    params:
+        config=config,
     script:
         "../scripts/effective_config.py"

@@ -7,21 +7,24 @@ rule carry_fig2_rates:
     output:
         by_run="results/carry/fig2/{dataset}/rates_by_run.csv",
         mean="results/carry/fig2/{dataset}/rates_mean.csv",
-    params:
-        lengths=config["carry"]["fig2"]["lengths"],
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/carry_fig2_rates/{dataset}.log",
     wildcard_constraints:
         dataset="|".join(DATASETS),
+    conda:
+        "../envs/rubriclab.yaml"
+    params:
+        lengths=config["carry"]["fig2"]["lengths"],
     script:
         "../scripts/carry_fig2_rates.py"
 
 
 rule carry_fig2_plot:
     input:
-        expand("results/carry/fig2/{dataset}/rates_mean.csv", dataset=config["carry"]["fig2"]["datasets"]),
+        expand(
+            "results/carry/fig2/{dataset}/rates_mean.csv",
+            dataset=config["carry"]["fig2"]["datasets"],
+        ),
     output:
         png=report(
             "figures/carry/fig2_checklist_length.png",
@@ -37,26 +40,18 @@ rule carry_fig2_plot:
             category="carry",
             subcategory="Figure 2",
         ),
+    log:
+        "logs/carry_fig2_plot.log",
+    conda:
+        "../envs/rubriclab.yaml"
     params:
         datasets=config["carry"]["fig2"]["datasets"],
         judge=JUDGE,
         models={"judge": JUDGE},
         labels=labels_of({"judge": JUDGE}),
         provenance=recorded_provenance,
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/carry_fig2_plot.log",
     script:
         "../scripts/carry_fig2_plot.py"
-
-
-def plan_files(_wildcards):
-    """The plan `rubriclab plan` wrote for a run in this folder, if there is one: the cost
-    report puts the bill beside it (when it was made for this same config)."""
-    made = os.path.exists("results/plan/plan.csv") and os.path.exists("results/plan/plan.json")
-    return {"plan": ["results/plan/plan.csv"] if made else [],
-            "plan_digest": ["results/plan/plan.json"] if made else []}
 
 
 rule cost_report:
@@ -69,10 +64,10 @@ rule cost_report:
             caption="../report/cost_report.rst",
             category="accounting",
         ),
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/cost_report.log",
+    conda:
+        "../envs/rubriclab.yaml"
     script:
         "../scripts/cost_report.py"
 
@@ -81,14 +76,18 @@ rule carry_table1:
     input:
         TABLE1_EXAMPLE,
     output:
-        md=report("figures/carry/table1_shapley_example.md", caption="../report/carry_table1.rst",
-                  category="carry", subcategory="Table 1"),
+        md=report(
+            "figures/carry/table1_shapley_example.md",
+            caption="../report/carry_table1.rst",
+            category="carry",
+            subcategory="Table 1",
+        ),
         csv="figures/carry/table1_shapley_example.csv",
-    params:
-        code=CARRY_CODE,
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/carry_table1.log",
+    conda:
+        "../envs/rubriclab.yaml"
+    params:
+        code=CARRY_CODE,
     script:
         "../scripts/carry_table1.py"

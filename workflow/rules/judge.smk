@@ -9,6 +9,18 @@ rule carry_fig2_judge:
     output:
         verdicts="results/carry/fig2/{dataset}/verdicts.csv",
         ledger="results/ledger/carry_fig2_judge-{dataset}.jsonl",
+    log:
+        "logs/carry_fig2_judge/{dataset}.log",
+    benchmark:
+        "results/benchmarks/carry_fig2_judge/{dataset}.tsv"
+    wildcard_constraints:
+        dataset="|".join(DATASETS),
+    # Before verify_judge_labels, which then finds these items' calls in the cache.
+    priority: 10
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        **model_resources(JUDGE),
     params:
         judge=JUDGE,
         calls=call_settings("judge", JUDGE),
@@ -17,17 +29,5 @@ rule carry_fig2_judge:
         temperature=config["carry"]["fig2"]["temperature"],
         max_tokens=config["carry"]["fig2"]["max_tokens"],
         prompt_template=judge_prompt_fingerprint(),
-    resources:
-        **model_resources(JUDGE),
-    # Before verify_judge_labels, which then finds these items' calls in the cache.
-    priority: 10
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/carry_fig2_judge/{dataset}.log",
-    benchmark:
-        "results/benchmarks/carry_fig2_judge/{dataset}.tsv"
-    wildcard_constraints:
-        dataset="|".join(DATASETS),
     script:
         "../scripts/carry_fig2_judge.py"

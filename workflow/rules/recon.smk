@@ -8,12 +8,12 @@ rule build_recon:
         rubrics="data/prepared/recon/rubrics_hand.csv",
         environments="data/prepared/recon/environments.json",
         manifest="data/prepared/recon/manifest.json",
+    log:
+        "logs/build_recon.log",
+    conda:
+        "../envs/rubriclab.yaml"
     params:
         seed=config["recon"]["seed"],
         generator=recon_generator_fingerprint(),
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/build_recon.log",
     script:
         "../scripts/build_recon.py"

@@ -6,11 +6,11 @@ rule generic_checklist:
         GENERIC_CHECKLISTS,
     output:
         "results/carry/rubrics/generic/{dataset}.json",
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/generic_checklist/{dataset}.log",
     wildcard_constraints:
         dataset="|".join(DATASETS),
+    conda:
+        "../envs/rubriclab.yaml"
     script:
         "../scripts/generic_checklist.py"

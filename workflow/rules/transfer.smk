@@ -21,15 +21,15 @@ rule transfer_examples:
         examples="results/transfer/examples.csv",
         left_out="results/transfer/examples_left_out.csv",
         physician="results/transfer/responses/physician.csv",
+    log:
+        "logs/transfer_examples.log",
+    conda:
+        "../envs/rubriclab.yaml"
     params:
         n=TRANSFER["n_examples"],
         max_criteria=TRANSFER["max_criteria"],
         max_conversation_chars=TRANSFER["max_conversation_chars"],
         code=TRANSFER_CODE,
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/transfer_examples.log",
     script:
         "../scripts/transfer_examples.py"
 
@@ -40,20 +40,20 @@ rule transfer_restate:
     output:
         expert="results/transfer/expert.json",
         ledger="results/ledger/transfer_restate.jsonl",
-    params:
-        calls=call_settings("restater", T_RESTATER),
-        model=T_RESTATER,
-        prompts=TRANSFER_PROMPTS,
-        code=TRANSFER_CODE,
-        **T_SAMPLING,
-    resources:
-        **model_resources(T_RESTATER),
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_restate.log",
     benchmark:
         "results/benchmarks/transfer_restate.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        **model_resources(T_RESTATER),
+    params:
+        **T_SAMPLING,
+        calls=call_settings("restater", T_RESTATER),
+        model=T_RESTATER,
+        prompts=TRANSFER_PROMPTS,
+        code=TRANSFER_CODE,
     script:
         "../scripts/transfer_restate.py"
 
@@ -64,22 +64,22 @@ rule transfer_generate:
     output:
         rubrics="results/transfer/rubrics/{tgen}.json",
         ledger="results/ledger/transfer_generate-{tgen}.jsonl",
+    log:
+        "logs/transfer_generate/{tgen}.log",
+    benchmark:
+        "results/benchmarks/transfer_generate/{tgen}.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        local_llm=lambda w: model_resources(T_GENERATOR_BY_SLUG[w.tgen])["local_llm"],
+        api_calls=lambda w: model_resources(T_GENERATOR_BY_SLUG[w.tgen])["api_calls"],
     params:
+        **T_SAMPLING,
         calls=lambda w: call_settings("transfer_generator", T_GENERATOR_BY_SLUG[w.tgen]),
         model=lambda w: T_GENERATOR_BY_SLUG[w.tgen],
         max_tokens=TRANSFER["generator_max_tokens"],
         prompts=TRANSFER_PROMPTS,
         code=TRANSFER_CODE,
-        **T_SAMPLING,
-    resources:
-        local_llm=lambda w: model_resources(T_GENERATOR_BY_SLUG[w.tgen])["local_llm"],
-        api_calls=lambda w: model_resources(T_GENERATOR_BY_SLUG[w.tgen])["api_calls"],
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/transfer_generate/{tgen}.log",
-    benchmark:
-        "results/benchmarks/transfer_generate/{tgen}.tsv"
     script:
         "../scripts/transfer_generate.py"
 
@@ -90,22 +90,28 @@ rule transfer_respond:
     output:
         responses="results/transfer/responses/original-{responder}.csv",
         ledger="results/ledger/transfer_respond-{responder}.jsonl",
-    params:
-        calls=lambda w: call_settings("responder", RESPONDER_BY_SLUG[w.responder].split("|")[0]),
-        responder=lambda w: RESPONDER_BY_SLUG[w.responder],
-        max_tokens=TRANSFER["response_max_tokens"],
-        prompts=TRANSFER_PROMPTS,
-        code=TRANSFER_CODE,
-        **T_SAMPLING,
-    resources:
-        local_llm=lambda w: model_resources(RESPONDER_BY_SLUG[w.responder].split("|")[0])["local_llm"],
-        api_calls=lambda w: model_resources(RESPONDER_BY_SLUG[w.responder].split("|")[0])["api_calls"],
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_respond/{responder}.log",
     benchmark:
         "results/benchmarks/transfer_respond/{responder}.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        local_llm=lambda w: model_resources(
+            RESPONDER_BY_SLUG[w.responder].split("|")[0]
+        )["local_llm"],
+        api_calls=lambda w: model_resources(
+            RESPONDER_BY_SLUG[w.responder].split("|")[0]
+        )["api_calls"],
+    params:
+        **T_SAMPLING,
+        calls=lambda w: call_settings(
+            "responder", RESPONDER_BY_SLUG[w.responder].split("|")[0]
+        ),
+        responder=lambda w: RESPONDER_BY_SLUG[w.responder],
+        max_tokens=TRANSFER["response_max_tokens"],
+        prompts=TRANSFER_PROMPTS,
+        code=TRANSFER_CODE,
     script:
         "../scripts/transfer_respond.py"
 
@@ -117,23 +123,23 @@ rule transfer_degrade:
     output:
         responses="results/transfer/responses/degraded-{tmodel}.csv",
         ledger="results/ledger/transfer_degrade-{tmodel}.jsonl",
+    log:
+        "logs/transfer_degrade/{tmodel}.log",
+    benchmark:
+        "results/benchmarks/transfer_degrade/{tmodel}.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        local_llm=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["local_llm"],
+        api_calls=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["api_calls"],
     params:
+        **T_SAMPLING,
         calls=lambda w: call_settings("degrader", T_MODEL_BY_SLUG[w.tmodel]),
         model=lambda w: T_MODEL_BY_SLUG[w.tmodel],
         max_tokens=TRANSFER["response_max_tokens"],
         seed=TRANSFER["degrade_seed"],
         prompts=TRANSFER_PROMPTS,
         code=TRANSFER_CODE,
-        **T_SAMPLING,
-    resources:
-        local_llm=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["local_llm"],
-        api_calls=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["api_calls"],
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/transfer_degrade/{tmodel}.log",
-    benchmark:
-        "results/benchmarks/transfer_degrade/{tmodel}.tsv"
     script:
         "../scripts/transfer_degrade.py"
 
@@ -143,10 +149,20 @@ rule transfer_judge:
         examples="results/transfer/examples.csv",
         responses="results/transfer/responses/{responses}.csv",
         expert="results/transfer/expert.json",
-        rubrics=expand("results/transfer/rubrics/{tgen}.json", tgen=list(T_GENERATOR_BY_SLUG)),
+        rubrics=expand(
+            "results/transfer/rubrics/{tgen}.json", tgen=list(T_GENERATOR_BY_SLUG)
+        ),
     output:
         verdicts="results/transfer/verdicts/{responses}.csv",
         ledger="results/ledger/transfer_judge-{responses}.jsonl",
+    log:
+        "logs/transfer_judge/{responses}.log",
+    benchmark:
+        "results/benchmarks/transfer_judge/{responses}.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        **model_resources(T_JUDGE),
     params:
         calls=call_settings("transfer_judge", T_JUDGE),
         judge=T_JUDGE,
@@ -154,14 +170,6 @@ rule transfer_judge:
         temperature=TRANSFER["judge_temperature"],
         prompts=TRANSFER_PROMPTS,
         code=TRANSFER_CODE,
-    resources:
-        **model_resources(T_JUDGE),
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/transfer_judge/{responses}.log",
-    benchmark:
-        "results/benchmarks/transfer_judge/{responses}.tsv"
     script:
         "../scripts/transfer_judge.py"
 
@@ -172,27 +180,29 @@ rule transfer_intervene:
         originals=lambda w: f"results/transfer/responses/original-{model_slug(T_MODEL_BY_SLUG[w.tmodel] + '|0')}.csv",
         verdicts=lambda w: f"results/transfer/verdicts/original-{model_slug(T_MODEL_BY_SLUG[w.tmodel] + '|0')}.csv",
         expert="results/transfer/expert.json",
-        rubrics=expand("results/transfer/rubrics/{tgen}.json", tgen=list(T_GENERATOR_BY_SLUG)),
+        rubrics=expand(
+            "results/transfer/rubrics/{tgen}.json", tgen=list(T_GENERATOR_BY_SLUG)
+        ),
     output:
         responses="results/transfer/responses/interventions-{tmodel}.csv",
         ledger="results/ledger/transfer_intervene-{tmodel}.jsonl",
+    log:
+        "logs/transfer_intervene/{tmodel}.log",
+    benchmark:
+        "results/benchmarks/transfer_intervene/{tmodel}.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        local_llm=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["local_llm"],
+        api_calls=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["api_calls"],
     params:
+        **T_SAMPLING,
         calls=lambda w: call_settings("editor", T_MODEL_BY_SLUG[w.tmodel]),
         model=lambda w: T_MODEL_BY_SLUG[w.tmodel],
         max_tokens=TRANSFER["response_max_tokens"],
         criteria_per_rubric=TRANSFER["criteria_per_rubric"],
         prompts=TRANSFER_PROMPTS,
         code=TRANSFER_CODE,
-        **T_SAMPLING,
-    resources:
-        local_llm=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["local_llm"],
-        api_calls=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["api_calls"],
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/transfer_intervene/{tmodel}.log",
-    benchmark:
-        "results/benchmarks/transfer_intervene/{tmodel}.tsv"
     script:
         "../scripts/transfer_intervene.py"
 
@@ -205,22 +215,25 @@ rule transfer_match:
     output:
         matching="results/transfer/matching/{tgen}.csv",
         ledger="results/ledger/transfer_match-{tgen}.jsonl",
+    log:
+        "logs/transfer_match/{tgen}.log",
+    benchmark:
+        "results/benchmarks/transfer_match/{tgen}.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        **model_resources(T_MATCHER),
     params:
-        calls=[call_settings("matcher", T_MATCHER), call_settings("similarity", T_MATCHER)],
+        **T_SAMPLING,
+        calls=[
+            call_settings("matcher", T_MATCHER),
+            call_settings("similarity", T_MATCHER),
+        ],
         generator=lambda w: T_GENERATOR_BY_SLUG[w.tgen],
         model=T_MATCHER,
         framings=TRANSFER["framings"],
         prompts=TRANSFER_PROMPTS,
         code=TRANSFER_CODE,
-        **T_SAMPLING,
-    resources:
-        **model_resources(T_MATCHER),
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/transfer_match/{tgen}.log",
-    benchmark:
-        "results/benchmarks/transfer_match/{tgen}.tsv"
     script:
         "../scripts/transfer_match.py"
 
@@ -229,18 +242,20 @@ rule transfer_embed:
     input:
         examples="results/transfer/examples.csv",
         expert="results/transfer/expert.json",
-        rubrics=expand("results/transfer/rubrics/{tgen}.json", tgen=list(T_GENERATOR_BY_SLUG)),
+        rubrics=expand(
+            "results/transfer/rubrics/{tgen}.json", tgen=list(T_GENERATOR_BY_SLUG)
+        ),
     output:
         cosine="results/transfer/cosine.csv",
-    params:
-        model=TRANSFER["embedding_model"],
-        code=TRANSFER_CODE,
-    conda:
-        "../envs/rubriclab.yaml"
     log:
         "logs/transfer_embed.log",
     benchmark:
         "results/benchmarks/transfer_embed.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
+    params:
+        model=TRANSFER["embedding_model"],
+        code=TRANSFER_CODE,
     script:
         "../scripts/transfer_embed.py"
 
@@ -249,10 +264,18 @@ rule transfer_analyse:
     input:
         examples="results/transfer/examples.csv",
         expert="results/transfer/expert.json",
-        rubrics=expand("results/transfer/rubrics/{tgen}.json", tgen=list(T_GENERATOR_BY_SLUG)),
-        responses=expand("results/transfer/responses/{name}.csv", name=transfer_response_files()),
-        verdicts=expand("results/transfer/verdicts/{name}.csv", name=transfer_response_files()),
-        matching=expand("results/transfer/matching/{tgen}.csv", tgen=list(T_GENERATOR_BY_SLUG)),
+        rubrics=expand(
+            "results/transfer/rubrics/{tgen}.json", tgen=list(T_GENERATOR_BY_SLUG)
+        ),
+        responses=expand(
+            "results/transfer/responses/{name}.csv", name=transfer_response_files()
+        ),
+        verdicts=expand(
+            "results/transfer/verdicts/{name}.csv", name=transfer_response_files()
+        ),
+        matching=expand(
+            "results/transfer/matching/{tgen}.csv", tgen=list(T_GENERATOR_BY_SLUG)
+        ),
         cosine="results/transfer/cosine.csv",
     output:
         stats="results/transfer/analysis/stats.csv",
@@ -261,6 +284,12 @@ rule transfer_analyse:
         edit_sizes="results/transfer/analysis/edit_sizes.csv",
         undetermined="results/transfer/analysis/undetermined.csv",
         left_out="results/transfer/analysis/left_out.csv",
+    log:
+        "logs/transfer_analyse.log",
+    benchmark:
+        "results/benchmarks/transfer_analyse.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
     params:
         generators=T_GENERATORS,
         response_model=T_RESPONSE_MODEL,
@@ -272,12 +301,6 @@ rule transfer_analyse:
         tau=TRANSFER["tau"],
         bootstrap=TRANSFER["bootstrap"],
         code=TRANSFER_CODE,
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/transfer_analyse.log",
-    benchmark:
-        "results/benchmarks/transfer_analyse.tsv"
     script:
         "../scripts/transfer_analyse.py"
 
@@ -291,18 +314,18 @@ rule transfer_figure:
         pdf="figures/transfer/{tfigure}.pdf",
         csv="results/transfer/figures/{tfigure}.csv",
         provenance="figures/transfer/{tfigure}.provenance.json",
+    log:
+        "logs/transfer_figure/{tfigure}.log",
     wildcard_constraints:
         tfigure="|".join(TRANSFER_FIGURES),
+    conda:
+        "../envs/rubriclab.yaml"
     params:
         response_model=T_RESPONSE_MODEL,
         code=TRANSFER_CODE,
         models=TRANSFER_MODELS,
         labels=labels_of(TRANSFER_MODELS),
         provenance=recorded_provenance,
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/transfer_figure/{tfigure}.log",
     script:
         "../scripts/transfer_figure.py"
 
@@ -316,17 +339,17 @@ rule transfer_table:
         md=transfer_report("figures/transfer/{ttable}.md", "transfer_table.rst"),
         csv="figures/transfer/{ttable}.csv",
         provenance="figures/transfer/{ttable}.provenance.json",
+    log:
+        "logs/transfer_table/{ttable}.log",
     wildcard_constraints:
         ttable="|".join(TRANSFER_TABLES),
+    conda:
+        "../envs/rubriclab.yaml"
     params:
         response_model=T_RESPONSE_MODEL,
         code=TRANSFER_CODE,
         models=TRANSFER_MODELS,
         labels=labels_of(TRANSFER_MODELS),
         provenance=recorded_provenance,
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/transfer_table/{ttable}.log",
     script:
         "../scripts/transfer_table.py"

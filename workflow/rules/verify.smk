@@ -6,6 +6,14 @@ rule verify_agent_trials:
     output:
         trials="results/verify/trials.csv",
         ledger="results/ledger/verify_agent_trials.jsonl",
+    log:
+        "logs/verify_agent_trials.log",
+    benchmark:
+        "results/benchmarks/verify_agent_trials.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        **model_resources(AGENT),
     params:
         calls=call_settings("agent", AGENT),
         agent=AGENT,
@@ -14,14 +22,6 @@ rule verify_agent_trials:
         temperature=config["verify"]["agent_temperature"],
         max_tokens=config["verify"]["agent_max_tokens"],
         code=verify_code_fingerprint(),
-    resources:
-        **model_resources(AGENT),
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/verify_agent_trials.log",
-    benchmark:
-        "results/benchmarks/verify_agent_trials.tsv"
     script:
         "../scripts/verify_agent_trials.py"
 
@@ -32,19 +32,19 @@ rule verify_reply_rubric:
     output:
         grades="results/verify/reply_grades.csv",
         ledger="results/ledger/verify_reply_rubric.jsonl",
+    log:
+        "logs/verify_reply_rubric.log",
+    benchmark:
+        "results/benchmarks/verify_reply_rubric.tsv"
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        **model_resources(JUDGE),
     params:
         calls=call_settings("judge", JUDGE),
         judge=JUDGE,
         max_tokens=config["verify"]["judge_max_tokens"],
         code=verify_code_fingerprint(),
-    resources:
-        **model_resources(JUDGE),
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/verify_reply_rubric.log",
-    benchmark:
-        "results/benchmarks/verify_reply_rubric.tsv"
     script:
         "../scripts/verify_reply_rubric.py"
 
@@ -57,6 +57,16 @@ rule verify_judge_labels:
     output:
         verdicts="results/verify/judge_labels/{dataset}/verdicts.csv",
         ledger="results/ledger/verify_judge_labels-{dataset}.jsonl",
+    log:
+        "logs/verify_judge_labels/{dataset}.log",
+    benchmark:
+        "results/benchmarks/verify_judge_labels/{dataset}.tsv"
+    wildcard_constraints:
+        dataset="|".join(DATASETS),
+    conda:
+        "../envs/rubriclab.yaml"
+    resources:
+        **model_resources(JUDGE),
     params:
         calls=call_settings("judge", JUDGE),
         judge=JUDGE,
@@ -64,35 +74,37 @@ rule verify_judge_labels:
         temperature=config["carry"]["fig2"]["temperature"],
         max_tokens=config["carry"]["fig2"]["max_tokens"],
         prompt_template=judge_prompt_fingerprint(),
-    resources:
-        **model_resources(JUDGE),
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/verify_judge_labels/{dataset}.log",
-    benchmark:
-        "results/benchmarks/verify_judge_labels/{dataset}.tsv"
-    wildcard_constraints:
-        dataset="|".join(DATASETS),
     script:
         "../scripts/verify_judge_labels.py"
 
 
 rule verify_calibration:
     input:
-        verdicts=expand("results/verify/judge_labels/{dataset}/verdicts.csv", dataset=DATASETS),
+        verdicts=expand(
+            "results/verify/judge_labels/{dataset}/verdicts.csv", dataset=DATASETS
+        ),
         tables=expand("data/prepared/{dataset}.csv", dataset=DATASETS),
         trials="results/verify/trials.csv",
         grades="results/verify/reply_grades.csv",
     output:
-        md=report("figures/verify/table_calibration.md", caption="../report/verify_table.rst",
-                  category="verify"),
+        md=report(
+            "figures/verify/table_calibration.md",
+            caption="../report/verify_table.rst",
+            category="verify",
+        ),
         csv="figures/verify/table_calibration.csv",
-        png=report("figures/verify/fig2_calibration.png", caption="../report/verify_fig2.rst",
-                   category="verify"),
+        png=report(
+            "figures/verify/fig2_calibration.png",
+            caption="../report/verify_fig2.rst",
+            category="verify",
+        ),
         pdf="figures/verify/fig2_calibration.pdf",
         provenance="figures/verify/fig2_calibration.provenance.json",
         table_provenance="figures/verify/table_calibration.provenance.json",
+    log:
+        "logs/verify_calibration.log",
+    conda:
+        "../envs/rubriclab.yaml"
     params:
         datasets=DATASETS,
         judge=JUDGE,
@@ -103,9 +115,5 @@ rule verify_calibration:
         n_boot=config["verify"]["bootstrap"],
         seed=config["verify"]["seed"],
         level=config["verify"]["level"],
-    conda:
-        "../envs/rubriclab.yaml"
-    log:
-        "logs/verify_calibration.log",
     script:
         "../scripts/verify_calibration.py"
