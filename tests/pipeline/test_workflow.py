@@ -396,7 +396,9 @@ def test_carry_rates_are_the_all_must_pass_outcomes_of_the_judged_verdicts(finis
 def test_carry_tables_have_a_row_per_chain_and_a_column_per_judge(finished_run):
     workdir, _ = finished_run
     table2 = (workdir / "figures/carry/table2_gate_replay.md").read_text()
-    assert "fake/hash judge" in table2 and "fake/hash?delay_s=0 judge" in table2
+    # judges by their display labels: the query string's values in parentheses
+    assert "fake/hash judge" in table2 and "fake/hash (delay_s=0) judge" in table2
+    assert "?delay_s" not in table2
     rows = pd.read_csv(workdir / "figures/carry/table2_gate_replay.csv")
     assert (rows.rubric_or_gate == "Gate S+P, leave-one-out").sum() == 6  # 2 starts x 3 modes
     assert "95% paired bootstrap intervals" in table2
