@@ -6,16 +6,6 @@ from rubriclab.config import ConfigError, apply_env_overrides, load_yaml, valida
 from rubriclab.llm import LLMConfig
 
 
-@pytest.fixture
-def schema(repo):
-    return load_yaml(repo / "workflow/schemas/config.schema.yaml")
-
-
-@pytest.fixture
-def embedded(repo):
-    return load_yaml(repo / "config/config.yaml")
-
-
 @pytest.mark.parametrize("name", ["config.yaml", "paper.yaml"])
 def test_shipped_configs_validate_and_their_llm_blocks_load(repo, schema, name):
     config = validate_config(load_yaml(repo / "config" / name), schema)

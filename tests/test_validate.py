@@ -11,16 +11,6 @@ from rubriclab.validate import (check_before_first_job, coerce_command_line, con
 PROVIDERS = ["openai", "anthropic", "ollama", "hosted_vllm"]
 
 
-@pytest.fixture
-def schema(repo):
-    return load_yaml(repo / "workflow/schemas/config.schema.yaml")
-
-
-@pytest.fixture
-def embedded(repo):
-    return load_yaml(repo / "config/config.yaml")
-
-
 def test_nested_command_line_numbers_are_read_as_numbers(schema, embedded):
     # What snakemake --config carry="{fig2: {runs: 2, lengths: [3, 5]}}" hands the Snakefile.
     given = {"carry": {"fig2": {"runs": "2", "lengths": ["3", "5"], "temperature": "0.5"}},
