@@ -48,7 +48,7 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
     table.attrs["workdir"] = str(workflow.workdir)  # runs/<name>/ for a named run
     digest = config_digest(workflow.config)
     name = ", ".join(str(p) for p in configfiles) or "config/config.yaml"
-    markdown = plan_markdown(table, config_name=name, digest=digest, llm=llm,
+    markdown = plan_markdown(table, config_name=name, digest=digest,
                              free_text_share=free_text_share)
     return table, markdown, digest
 

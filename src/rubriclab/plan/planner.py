@@ -89,7 +89,6 @@ class RowTotals:
     to_pay_thinking: float = 0.0
     answers_sampled: int = 0
     answer_tokens_sampled: int = 0
-    budget_tokens: int = 0
     requests_list: list[Request] = field(default_factory=list)
 
     @property
@@ -132,7 +131,6 @@ class Planner:
             chars = sum(len(m.content) for m in request.messages)
             totals.requests += 1
             totals.prompt_chars += chars
-            totals.budget_tokens += request.budget
             sampled = position % stride == 0
             if sampled:
                 counted = self.counted.setdefault(row_key, [0, 0])
@@ -195,7 +193,6 @@ class PlannedRow:
     prompt_tokens: int           # of every request (as the ledger counts them)
     prompt_tokens_to_pay: int
     completion_tokens_to_pay: int
-    budget_tokens: int
     to_pay_requests: list[Request] = field(default_factory=list, repr=False)
 
 
@@ -243,7 +240,7 @@ def plan_workflow(workflow: Workflow, stand_in: StandIn, cache: Any = None) -> l
             prompt_tokens_to_pay=planner.tokens((rule, label, model),
                                                 totals.prompt_chars_to_pay),
             completion_tokens_to_pay=totals.completion_tokens_to_pay,
-            budget_tokens=totals.budget_tokens, to_pay_requests=totals.requests_list))
+            to_pay_requests=totals.requests_list))
     return rows
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from rubriclab.llm.batch import BATCH_PROVIDERS
 from rubriclab.llm.pricing import is_free, price, provider_of
-from rubriclab.llm.prompt_cache import cacheable_prefixes, min_cacheable_tokens
+from rubriclab.llm.prompt_cache import cacheable_prefixes, min_cacheable_tokens, prefix_text
 from rubriclab.llm.settings import LLMConfig
 
 from .planner import PlannedRow
@@ -64,13 +64,14 @@ def prompt_caching(row: PlannedRow) -> PromptCaching:
                                                  for r in requests))
     # A prefix's tokens at the row's tokens per character (counting each of thousands of
     # distinct prefixes would take most of a paper-scale plan).
-    marked = cacheable_prefixes(requests, count_tokens=lambda _model, text: round(len(text) * ratio))
+    marked = cacheable_prefixes(requests,
+                                count_tokens=lambda _model, text: round(len(text) * ratio))
     written: set[str] = set()
     for request, chars in zip(requests, marked, strict=True):
         if not chars:
             continue
         result.qualifying += 1
-        prefix = "".join(m.content for m in request.messages)[:chars]
+        prefix = prefix_text(request, chars)
         tokens = round(chars * ratio)
         if prefix in written:
             result.read_tokens += tokens
@@ -141,7 +142,7 @@ def _total(series: pd.Series, where: pd.Series | None = None) -> str:
 
 
 def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
-                  llm: LLMConfig, free_text_share: float | None) -> str:
+                  free_text_share: float | None) -> str:
     summary = by_rule_and_model(table)
     paid = summary[summary["to_pay"] > 0]
     batch_capable = {m for m in table["model"]
