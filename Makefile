@@ -13,10 +13,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: reproduce test report dry-run-paper plan plan-paper rehearse install clean-outputs
 
-# RUN=<name>: a named run, written under runs/<name>/ (see README, "Run an ablation").
+# RUN=<name>: a named run, written under runs/<name>/ (see README, "Run an ablation");
+# BASE=<name>: the run it is an ablation of, whose up-to-date jobs it copies instead of rerunning.
 RUN ?=
+BASE ?=
 reproduce: $(STAMP)
-	$(VENV)/bin/snakemake --cores $(CORES) $(if $(RUN),--config run=$(RUN))
+	$(VENV)/bin/snakemake --cores $(CORES) \
+		$(if $(RUN)$(BASE),--config $(if $(RUN),run=$(RUN)) $(if $(BASE),base_run=$(BASE)))
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest

@@ -1,11 +1,20 @@
 """Named runs: their folder, and the shared folders made absolute for jobs working inside it."""
 
+import json
+import os
 from pathlib import Path
 
 import pytest
 
 from rubriclab.config import ConfigError
-from rubriclab.runs import anchor_to_launch_dir, enter_named_run, run_directory
+from rubriclab.reuse import mark_ledger_reused
+from rubriclab.runs import (
+    EVALUATE_IN_VARIABLE,
+    anchor_to_launch_dir,
+    base_run_directory,
+    enter_named_run,
+    run_directory,
+)
 
 
 def test_the_unnamed_run_keeps_the_working_directory(tmp_path):
@@ -45,3 +54,45 @@ def test_a_named_run_and_directory_together_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="--directory cannot be given too"):
         enter_named_run({"run": "x", "cache_dir": None, "data_mirror": None}, tmp_path,
                         str(tmp_path), environ={})
+
+
+def test_the_child_that_reads_a_base_run_works_in_the_base_folder(tmp_path):
+    config = {"run": "reviser-b", "cache_dir": None, "data_mirror": None}
+    base = tmp_path / "runs" / "baseline"
+    _, folder = enter_named_run(config, tmp_path, None, environ={EVALUATE_IN_VARIABLE: str(base)})
+    assert folder == base
+
+
+def test_base_run_names_a_finished_run_of_the_launching_directory(tmp_path):
+    (tmp_path / "runs" / "baseline" / ".snakemake" / "metadata").mkdir(parents=True)
+    (tmp_path / ".snakemake" / "metadata").mkdir(parents=True)
+    assert base_run_directory({"run": "x", "base_run": None}, tmp_path) is None
+    assert base_run_directory({"run": "x", "base_run": "baseline"}, tmp_path) == \
+        tmp_path.resolve() / "runs" / "baseline"
+    assert base_run_directory({"run": "x", "base_run": "."}, tmp_path) == tmp_path.resolve()
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"run": None, "base_run": "baseline"}, "needs a named run"),
+    ({"run": "baseline", "base_run": "baseline"}, "is this run itself"),
+    ({"run": "x", "base_run": "basline"}, "holds no finished jobs"),
+])
+def test_a_base_run_that_cannot_be_read_is_refused_by_name(tmp_path, config, message):
+    (tmp_path / "runs" / "baseline" / ".snakemake" / "metadata").mkdir(parents=True)
+    with pytest.raises(ConfigError, match=message) as error:
+        base_run_directory(config, tmp_path)
+    if "finished" in message:
+        assert "named runs in" in str(error.value) and "baseline" in str(error.value)
+
+
+def test_a_reused_ledger_shows_every_request_answered_without_a_call(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    rows = [{"key": "a", "cached": False, "attempts": 2, "cost_usd": 0.5, "run": "r1"},
+            {"key": "b", "cached": True, "attempts": 0, "cost_usd": 0.1, "run": "r1"}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    os.utime(path, (1_000_000, 1_000_000))
+    mark_ledger_reused(path)
+    marked = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["key"], r["cached"], r["attempts"], r["cost_usd"], r["run"]) for r in marked] == \
+        [("a", True, 0, 0.5, "r1"), ("b", True, 0, 0.1, "r1")]
+    assert path.stat().st_mtime == 1_000_000  # the jobs after it stay up to date

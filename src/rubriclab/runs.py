@@ -20,6 +20,9 @@ RUNS_DIR = "runs"
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # Environment variables naming folders: made absolute so a job in runs/<name>/ finds the same.
 PATH_VARIABLES = ("RUBRICLAB_CACHE", "RUBRICLAB_MODELS_DIR", "RUBRICLAB_DATA_MIRROR")
+# Set only by rubriclab.reuse for the process that loads a named run's workflow in its base
+# run's folder, to ask Snakemake which jobs are up to date there (see rubriclab.reuse).
+EVALUATE_IN_VARIABLE = "RUBRICLAB_EVALUATE_RUN_IN"
 
 
 def run_directory(name: str | None, launch_dir: str | Path) -> Path | None:
@@ -62,11 +65,38 @@ def enter_named_run(config: dict[str, Any], launch_dir: str | Path, directory_op
                     environ: MutableMapping[str, str] | None = None) -> tuple[dict[str, Any], Path | None]:
     """(the config to run with, the run's folder or None): what common.smk applies before any
     rule is defined. `directory_option` is Snakemake's --directory, which a named run replaces."""
+    environ = os.environ if environ is None else environ
     folder = run_directory(config.get("run"), launch_dir)
     if folder is None:
         return config, None
+    if environ.get(EVALUATE_IN_VARIABLE):
+        folder = Path(environ[EVALUATE_IN_VARIABLE])
     if directory_option is not None:
         raise ConfigError(f"config key 'run' ({config['run']!r}) chooses the run's folder "
                           f"({RUNS_DIR}/{config['run']}/), so --directory cannot be given too; "
                           "leave one of them out")
     return anchor_to_launch_dir(config, launch_dir, environ), folder
+
+
+def base_run_directory(config: dict[str, Any], launch_dir: str | Path) -> Path | None:
+    """The folder of the run named by `base_run` (runs/<name>/, or the launching directory for
+    "."), checked: a named run's ablation of another run that Snakemake has finished jobs of."""
+    name = config.get("base_run")
+    if name is None:
+        return None
+    if config.get("run") is None:
+        raise ConfigError(f"config key 'base_run' ({name!r}) needs a named run: give 'run' too "
+                          "(its outputs go to runs/<run>/, the base run's are only read)")
+    if name == config["run"]:
+        raise ConfigError(f"config key 'base_run': {name!r} is this run itself; name the run "
+                          "this one is an ablation of")
+    launch = Path(launch_dir).resolve()
+    folder = launch if name == "." else run_directory(name, launch)
+    if not (folder / ".snakemake" / "metadata").is_dir():
+        runs = sorted(p.parent.parent.name
+                      for p in (launch / RUNS_DIR).glob("*/.snakemake/metadata"))
+        known = ", ".join(runs) if runs else "none"
+        raise ConfigError(f"config key 'base_run': {name!r}: {folder} holds no finished jobs "
+                          f"(no .snakemake/metadata there); named runs in {launch / RUNS_DIR}: "
+                          f"{known}")
+    return folder

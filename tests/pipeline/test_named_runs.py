@@ -49,7 +49,9 @@ def two_runs(tmp_path_factory):
     settings["carry"]["chains"]["recon"] = {"rounds": 1, "chains": ["hand:free", "label:free"]}
     config.write_text(yaml.safe_dump(settings))
     snakemake(launch, config, "--config", "run=baseline", "--", *TARGETS)
-    snakemake(launch, config, "--config", "run=reviser-b", SWAP, "--", *TARGETS)
+    swap = snakemake(launch, config, "--config", "run=reviser-b", "base_run=baseline", SWAP,
+                     "--", *TARGETS)
+    (launch / "swap.log").write_text(swap.stderr)
     return launch, config
 
 
@@ -81,6 +83,23 @@ def test_the_swap_pays_only_for_the_reviser_and_the_checks_it_changed(two_runs):
     assert shared and all(r["cached"] for r in shared)
     assert {r["rule"] for r in shared} >= {"carry_fig2_judge", "carry_judge"}
     assert all(r["cached"] for r in swap if r["rule"] == "carry_fig2_judge")
+
+
+def test_the_swap_runs_only_the_jobs_that_depend_on_the_reviser(two_runs):
+    launch, config = two_runs
+    log = (launch / "swap.log").read_text()
+    ran = {line.split()[-1].rstrip(":") for line in log.splitlines()
+           if line.startswith(("rule ", "localrule "))}
+    assert ran == {"carry_chain", "carry_judge"}
+    assert "base_run " in log and "are copied here" in log
+    # Figure 2's judging, which no reviser touches, is the baseline's, copied as it was.
+    fig2 = "results/carry/fig2/summedits/verdicts.csv"
+    baseline, swap = (launch / "runs" / name for name in ("baseline", "reviser-b"))
+    assert (swap / fig2).read_bytes() == (baseline / fig2).read_bytes()
+    assert (swap / fig2).stat().st_mtime == (baseline / fig2).stat().st_mtime
+    dry = snakemake(launch, config, "-n", "--config", "run=reviser-b", "base_run=baseline",
+                    SWAP, "--", *TARGETS)
+    assert "Nothing to be done" in dry.stdout
 
 
 def test_the_swap_leaves_the_baseline_as_it_was(two_runs):

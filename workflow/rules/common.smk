@@ -16,7 +16,8 @@ from rubriclab.data.hub import check_source as check_hub_source
 from rubriclab.llm.progress import RUN_PLAN_VARIABLE, write_run_plan
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.files import model_slug, tree_fingerprint
-from rubriclab.runs import enter_named_run
+from rubriclab.reuse import reuse_base_run
+from rubriclab.runs import EVALUATE_IN_VARIABLE, base_run_directory, enter_named_run
 from rubriclab.validate import (
     check_before_first_job,
     coerce_command_line,
@@ -42,6 +43,16 @@ raise_if(
 _validated, RUN_DIR = enter_named_run(
     _validated, os.getcwd(), workflow.overwrite_workdir
 )
+# An ablation of another run (`base_run: <name>`) starts from the jobs it shares with it: they
+# are copied from the base run's folder before Snakemake decides what to run (rubriclab.reuse).
+_BASE_RUN = base_run_directory(_validated, os.getcwd())
+if _BASE_RUN and workflow.is_main_process and not os.environ.get(EVALUATE_IN_VARIABLE):
+    print(
+        reuse_base_run(
+            workflow.main_snakefile, _validated, os.getcwd(), _BASE_RUN, RUN_DIR
+        ).summary(),
+        file=sys.stderr,
+    )
 config.clear()
 config.update(_validated)
 if RUN_DIR:

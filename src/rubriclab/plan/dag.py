@@ -78,8 +78,11 @@ def load_workflow(snakefile: Path, workdir: Path, configfiles: Iterable[Path],
         os.chdir(launched_in)
 
 
-def _load(snakefile: Path, workdir: Path, configfiles: list[Path], config: Mapping[str, Any],
-          targets: Iterable[str]) -> Workflow:
+@contextlib.contextmanager
+def built_dag(snakefile: Path, configfiles: Iterable[Path], config: Mapping[str, Any],
+              targets: Iterable[str] = ()):
+    """Snakemake's own workflow object with its DAG of `targets` built, nothing run, in the
+    current directory (a named run's `workdir:` moves it into runs/<name>/)."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.enums import Quietness
     from snakemake.settings.types import (
@@ -90,7 +93,7 @@ def _load(snakefile: Path, workdir: Path, configfiles: list[Path], config: Mappi
             SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
         workflow_api = api.workflow(
             resource_settings=ResourceSettings(cores=1),
-            config_settings=ConfigSettings(configfiles=configfiles,
+            config_settings=ConfigSettings(configfiles=list(configfiles),
                                            config=dict(config)),
             storage_settings=StorageSettings(),
             snakefile=Path(snakefile).resolve(),
@@ -101,12 +104,22 @@ def _load(snakefile: Path, workdir: Path, configfiles: list[Path], config: Mappi
         workflow = dag_api.workflow_api._workflow
         workflow._prepare_dag(forceall=False, ignore_incomplete=True, lock_warn_only=True)
         workflow._build_dag()
+        yield workflow
+
+
+def all_jobs_in_order(dag: Any) -> list:
+    """Every job the DAG's targets need, each after the jobs it needs."""
+    return _toposorted(_all_jobs(dag), dag)
+
+
+def _load(snakefile: Path, workdir: Path, configfiles: list[Path], config: Mapping[str, Any],
+          targets: Iterable[str]) -> Workflow:
+    with built_dag(snakefile, configfiles, config, targets) as workflow:
         # A named run (run: <name>) moves the workflow into runs/<name>/.
         run_dir = Path.cwd()
         dag = workflow.dag
         to_run = set(dag.needrun_jobs())
-        all_jobs = _all_jobs(dag)
-        order = _toposorted(all_jobs, dag)
+        order = all_jobs_in_order(dag)
         index = {job: i for i, job in enumerate(order)}
         jobs = [
             PlannedJob(
