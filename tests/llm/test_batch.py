@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -123,6 +124,40 @@ def test_a_job_killed_after_submitting_collects_the_same_batch_when_restarted(tm
     with LLMClient(config(tmp_path, server)) as client:
         assert all(a.cached for a in client.run(questions()))
     assert server.batches.calls["create"] == 1 and server.stats.requests["openai"] == 4
+
+
+def test_requests_another_process_is_batching_are_waited_for_not_batched_again(tmp_path,
+                                                                              server):
+    """A second job whose requests overlap a running batch's (Figure 2's judging and verify's
+    label judging ask the same questions) batches only the requests nobody holds."""
+    server.batches.hold = True
+    job = _run_in_subprocess(tmp_path, server)  # questions 0-3
+    second: dict = {}
+    thread = threading.Thread(target=lambda: second.update(
+        answers=LLMClient(config(tmp_path, server)).run(questions(6))))
+    try:
+        deadline = time.monotonic() + 60
+        while server.batches.calls["create"] < 1 and time.monotonic() < deadline:
+            assert job.poll() is None, job.stdout.read().decode()
+            time.sleep(0.05)
+        thread.start()
+        while server.batches.calls["create"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.batches.calls["create"] == 2, "the second job submitted no batch"
+        server.batches.hold = False
+        thread.join(timeout=60)
+        assert job.wait(timeout=60) == 0, job.stdout.read().decode()
+    finally:
+        server.batches.hold = False
+        if job.poll() is None:
+            job.kill()
+    assert not thread.is_alive()
+    answers = second["answers"]
+    assert [a.outcome for a in answers] == ["ok"] * 6
+    # The four the first job held came from its batch, through the cache; two were batched.
+    assert [a.cached for a in answers] == [True] * 4 + [False] * 2
+    assert server.batches.calls["create"] == 2
+    assert server.stats.requests["openai"] == 6  # 4 + 2 batch lines: none paid twice
 
 
 def test_a_batch_submitted_but_not_stored_is_found_by_its_metadata(tmp_path, server,

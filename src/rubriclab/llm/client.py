@@ -168,7 +168,18 @@ class LLMClient:
         batched: dict[str, list[int]] = defaultdict(list)
         for i in misses:
             if self.config.settings_for(requests[i].model).batch:
-                batched[requests[i].model].append(i)
+                claim = self._claim(keys[i])
+                if claim.answer is not None:  # answered since the lookup
+                    results[i] = self._from_cache(requests[i], keys[i], claim.answer.text,
+                                                  claim.answer.prompt_tokens,
+                                                  claim.answer.completion_tokens,
+                                                  claim.answer.cost_usd)
+                    self._record(results[i])
+                elif claim.claimed:
+                    self._held.add(keys[i])
+                    batched[requests[i].model].append(i)
+                # else another process is paying for it: waited for below, as an ordinary miss
+        misses = [i for i in misses if results[i] is None]
         in_batch = {i for indices in batched.values() for i in indices}
         self._cache_marks = self._prompt_cache_marks(
             [requests[i] for i in misses if i not in in_batch],
@@ -216,12 +227,13 @@ class LLMClient:
                     waited_since = time.monotonic()
                     log.info("%s: waiting for the answer %s is paying for", request.model,
                              claim.holder)
-                elif waited > settings.deadline_s + 2 * self.claim_lease_s:
+                elif waited > self._wait_limit_s(settings):
                     completion = Completion(
                         request=request, key=key, outcome="failed",
                         latency_s=waited,
                         error=f"WaitedTooLong: {claim.holder} has held this request for "
-                              f"{waited:.0f} s, past its deadline ({settings.deadline_s:g} s)")
+                              f"{waited:.0f} s, past how long it may take "
+                              f"({self._wait_limit_s(settings):.0f} s)")
                     break
                 await asyncio.sleep(poll_s)
                 poll_s = min(1.0, poll_s * 1.5)
@@ -232,15 +244,21 @@ class LLMClient:
 
         async def answer_batch(model: str, indices: list[int]) -> None:
             unique = {keys[i]: requests[i] for i in indices}
-            outcomes = await self.batches.run(model, unique)
+            try:
+                outcomes = await self.batches.run(model, unique)
 
-            async def settle(i: int) -> None:
-                async with limits[model]:
-                    results[i] = await self._settle(requests[i], keys[i], outcomes[keys[i]])
-                self._record(results[i])
-                progress.advance(results[i])
+                async def settle(i: int) -> None:
+                    async with limits[model]:
+                        results[i] = await self._settle(requests[i], keys[i],
+                                                        outcomes[keys[i]])
+                    self._record(results[i])
+                    progress.advance(results[i])
 
-            await asyncio.gather(*(settle(i) for i in indices))
+                await asyncio.gather(*(settle(i) for i in indices))
+            finally:
+                for key in unique:
+                    self._held.discard(key)
+                    self._release(key)
 
         heartbeat = asyncio.create_task(self._renew_claims())
         try:
@@ -321,6 +339,14 @@ class LLMClient:
                 self.cache.put(migrated)
                 return migrated
         return None
+
+    def _wait_limit_s(self, settings: ModelSettings) -> float:
+        """How long to wait for a request another process holds: its deadline, or the longest
+        wait for a batch when the model is batched (the holder may be collecting one)."""
+        limit = settings.deadline_s
+        if settings.batch:
+            limit = max(limit, settings.batch_max_wait_s)
+        return limit + 2 * self.claim_lease_s
 
     def _claim(self, key: str) -> Claim:
         claim = getattr(self.cache, "claim", None)
