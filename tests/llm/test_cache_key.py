@@ -166,6 +166,25 @@ def test_an_entry_keyed_with_an_integer_temperature_is_found_and_migrated(tmp_pa
     assert not log_path.exists()  # no call was made
 
 
+def test_a_read_only_lookup_finds_an_entry_under_its_older_key_and_writes_nothing(tmp_path):
+    """What the plan asks: an answer stored under a pre-normalisation key counts as cached,
+    and looking does not migrate it."""
+    from rubriclab.llm.cache import make_answer
+    from rubriclab.llm.request import _key
+
+    with LLMClient(LLMConfig(cache_dir=tmp_path)) as client:
+        payload = dataclasses.asdict(BASE)
+        payload["temperature"] = 0
+        client.cache.put(make_answer(_key(payload, "fake-v1"), BASE, "Yes", 3, 1, 0.0))
+        request = client.prepare(dataclasses.replace(BASE, temperature=0))
+        key = client.key_for(request)
+        hit = client.lookup(request, key, migrate=False)
+        assert hit is not None and hit.text == "Yes"
+        assert client.cache.get(key) is None and len(client.cache) == 1
+        assert client.lookup(request, key).text == "Yes"  # the run's lookup migrates it
+        assert client.cache.get(key) is not None
+
+
 # --- a remote model's endpoint -------------------------------------------------------------
 
 REMOTE = dataclasses.replace(BASE, model="openai/some-model")

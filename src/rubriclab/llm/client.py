@@ -154,7 +154,7 @@ class LLMClient:
         results: list[Completion | None] = [None] * len(requests)
         misses: list[int] = []
         for i, (request, key) in enumerate(zip(requests, keys)):
-            hit = self._lookup(request, key)
+            hit = self.lookup(request, key)
             if hit is None:
                 misses.append(i)
                 continue
@@ -323,20 +323,23 @@ class LLMClient:
                                    usage.cache_read_tokens + answer.cache_read_tokens,
                                    usage.cache_write_tokens + answer.cache_write_tokens))
 
-    def _lookup(self, request: Request, key: str) -> CachedAnswer | None:
+    def lookup(self, request: Request, key: str, migrate: bool = True) -> CachedAnswer | None:
         """The cached answer of `key`; or one stored under a key of the same request from
-        before numbers were normalised, which is then stored under `key` too."""
+        before numbers were normalised, which is then stored under `key` too (unless
+        `migrate` is False: the plan only reads the cache)."""
         hit = self.cache.get(key)
         fingerprint = self.backends.fingerprint(request.model)
         if hit is not None:
-            if hit.model_fingerprint is None and hasattr(self.cache, "record_fingerprint"):
+            if (migrate and hit.model_fingerprint is None
+                    and hasattr(self.cache, "record_fingerprint")):
                 self.cache.record_fingerprint(key, fingerprint)
             return hit
         for legacy in legacy_cache_keys(request, fingerprint):
             old = self.cache.get(legacy)
             if old is not None:
                 migrated = replace(old, key=key, model_fingerprint=fingerprint)
-                self.cache.put(migrated)
+                if migrate:
+                    self.cache.put(migrated)
                 return migrated
         return None
 

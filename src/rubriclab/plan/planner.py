@@ -137,7 +137,8 @@ class Planner:
                 counted[0] += chars
                 counted[1] += prompt_tokens(request.model, request.message_dicts())
             key = client.key_for(request) if self.use_cache else ""
-            hit = client.cache.get(key) if self.use_cache else None
+            # Answers stored under an older key of the same request count as cached too.
+            hit = client.lookup(request, key, migrate=False) if self.use_cache else None
             # A stand-in answer is made where a later job reads it, and for a sample of the
             # rest (their expected length).
             text = None
