@@ -50,10 +50,10 @@ class Reuse:
     to_run: int = 0               # not up to date in the base under this config
 
     def summary(self) -> str:
-        return (f"base_run {self.base}: {len(self.reused)} of this config's {self.jobs} jobs "
-                f"were up to date there and are copied here; {self.to_run} are missing there "
-                "or differ" + (f"; {self.already_there} already have their outputs here"
-                               if self.already_there else ""))
+        return (f"base_run {self.base}: of this config's {self.jobs} jobs, {len(self.reused)} "
+                f"were up to date there and are copied here, {self.to_run} are to run (missing "
+                "there or changed)" + (f", {self.already_there} had their outputs here already"
+                                       if self.already_there else ""))
 
 
 def reuse_base_run(snakefile: str | Path, config: Mapping[str, Any], launch_dir: str | Path,
@@ -108,7 +108,8 @@ def copy_up_to_date_jobs(workflow: Any, base: Path, into: Path) -> Reuse:
         if any((into / str(f)).exists() for f in job.output):
             reuse.already_there += 1
             continue
-        for path in [*map(str, job.output), *map(str, job.log)]:
+        benchmark = [str(job.benchmark)] if job.benchmark else []
+        for path in [*map(str, job.output), *map(str, job.log), *benchmark]:
             _copy(base / path, into / path)
         for name, path in job.output.items():
             if name == "ledger":

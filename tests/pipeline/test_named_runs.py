@@ -97,6 +97,10 @@ def test_the_swap_runs_only_the_jobs_that_depend_on_the_reviser(two_runs):
     baseline, swap = (launch / "runs" / name for name in ("baseline", "reviser-b"))
     assert (swap / fig2).read_bytes() == (baseline / fig2).read_bytes()
     assert (swap / fig2).stat().st_mtime == (baseline / fig2).stat().st_mtime
+    # with the log and benchmark of the job that made it
+    for path in ("logs/carry_fig2_judge/summedits.log",
+                 "results/benchmarks/carry_fig2_judge/summedits.tsv"):
+        assert (swap / path).read_bytes() == (baseline / path).read_bytes()
     dry = snakemake(launch, config, "-n", "--config", "run=reviser-b", "base_run=baseline",
                     SWAP, "--", *TARGETS)
     assert "Nothing to be done" in dry.stdout
