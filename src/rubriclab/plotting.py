@@ -50,3 +50,45 @@ def not_available(ax, reason: str) -> None:
 
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+class Overlaps:
+    """Counts how many earlier drawings share a position, so coincident markers and line
+    segments are drawn at their true values but each told apart (a step larger, or a tag
+    further along) instead of hiding one another or being moved off their values."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple, int] = {}
+
+    def layer(self, *position: float) -> int:
+        """0 for the first drawing at `position`, 1 for the second, ..."""
+        key = tuple(round(float(v), 6) for v in position)
+        layer = self._seen.get(key, 0)
+        self._seen[key] = layer + 1
+        return layer
+
+    def count(self, *position: float) -> int:
+        """How many drawings `layer` has counted at `position`."""
+        return self._seen.get(tuple(round(float(v), 6) for v in position), 0)
+
+
+def value_labels(ax, bars, values, *, tops=None, fontsize: float = 7, rotation: float = 0,
+                 decimals: int = 0) -> list:
+    """A percent label over every bar of `bars` (a real 0 reads "0%", a missing value
+    "n/a"): above `tops` (data y of each bar's whisker top, NaN for none) where given,
+    else above the bar (and its error bar, via matplotlib's bar_label)."""
+    texts = ["n/a" if pd.isna(v) else f"{v:.{decimals}f}%" for v in values]
+    if tops is None:
+        labels = ax.bar_label(bars, labels=texts, padding=2, fontsize=fontsize,
+                              rotation=rotation)
+    else:
+        labels = []
+        for bar, text, top in zip(bars, texts, tops):
+            y = bar.get_y() + bar.get_height()
+            labels.append(ax.annotate(text, (bar.get_x() + bar.get_width() / 2,
+                                             y if pd.isna(top) else max(y, top)),
+                                      xytext=(0, 3.5), textcoords="offset points", ha="center",
+                                      va="bottom", fontsize=fontsize, rotation=rotation))
+    for label in labels:
+        label.set_clip_on(False)
+    return labels

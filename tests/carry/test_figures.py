@@ -1,5 +1,6 @@
 import math
 
+import matplotlib
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
@@ -378,7 +379,20 @@ def test_fig1_twelve_groups_read_without_overlap_or_query_strings(capture_figure
     assert "Label-taught, generic scale" in text
     # a point at 0% / 100% lies inside the drawn limits, not on the clipping edge
     ax = fig.axes[0]
-    assert ax.get_xlim()[0] < 0 and ax.get_ylim()[1] > 100
+    assert ax.get_xlim()[0] <= -8 and ax.get_ylim()[1] >= 108
+    # the twelve equal points sit at their true value (0% caught, 100% passed), unclipped,
+    # drawn as concentric hollow rings of twelve sizes
+    points = [line for line in ax.get_lines() if len(line.get_xdata()) == 1]
+    assert len(points) == 12
+    for line in points:
+        assert (line.get_xdata()[0], line.get_ydata()[0]) == (0.0, 100.0)
+        assert line.get_transform() == ax.transData and not line.get_clip_on()
+        assert line.get_markerfacecolor() == "none"
+    assert len({line.get_markersize() for line in points}) == 12
+    # every bar of panel (b) carries its value: all 100% here
+    bars = fig.axes[1].patches
+    labels = [t.get_text() for t in fig.axes[1].texts]
+    assert len(bars) == 24 and labels.count("100%") == 24
 
 
 def test_fig1_uses_the_configured_label(fig1_rates, capture_figures, tmp_path):
@@ -409,11 +423,52 @@ def test_fig4_lines_of_equal_value_sit_apart_and_bands_are_explained(fig4_rates,
                            *paths(tmp_path, "fig4"))
     fig = capture_figures[-1]
     assert_readable(fig, shows=("review by fake/hash (opus)", "shaded: min..max over seeds",
-                                "24 correct, 48 flawed, 12 unplanned reports", "2 seeds"))
+                                "reports: 24 correct, 48 flawed, 12 unplanned", "2 seeds"))
     ax = fig.axes[0]  # from the hand-written rubric: free and delete-only chains
-    starts = {tuple(line.get_xdata())[0] for line in ax.get_lines()
-              if len(line.get_xdata()) and line.get_ydata()[0] == 97}
-    assert len(starts) == 2  # both modes start at 97%, side by side, not on one point
+    lines = [line for line in ax.get_lines() if len(line.get_xdata())]
+    # every point at its true round and value: nothing shifted sideways off the round
+    rounds = [x for line in lines if len(line.get_xdata()) > 1 for x in line.get_xdata()]
+    assert rounds and set(rounds) <= {0.0, 1.0, 2.0}
+    assert all(line.get_transform() == ax.transData for line in lines)
+    # both modes start at 97%: two rings at (0, 97) of different sizes
+    rings = [line for line in lines if len(line.get_xdata()) == 1
+             and (line.get_xdata()[0], line.get_ydata()[0]) == (0.0, 97.0)
+             and line.get_markerfacecolor() == "none"]
+    assert len(rings) == 2 and len({ring.get_markersize() for ring in rings}) == 2
+    # segments both modes share (round 0..1 of correct passed at 97%... none here) and every
+    # segment: a tag per series, tags of one segment at distinct places along it
+    tags = [line for line in lines if line.get_marker() in ("*", "X", "p")
+            and len(line.get_xdata()) == 1]
+    places = [(line.get_xdata()[0], line.get_ydata()[0]) for line in tags]
+    assert len(tags) == 2 * 3 * 2 and len(set(places)) == len(places)
+    assert all(0 < x < 2 and float(x) not in (0.0, 1.0, 2.0) for x, _ in places)
+
+
+def test_fig4_coincident_lines_keep_their_values_and_tags_sit_apart(capture_figures, tmp_path):
+    rows = []
+    for source in ("hand", "label"):
+        for mode in (("free", "delete_only") if source == "hand" else ("free",)):
+            rows += chain(source, mode, 1, {0: metrics(0, 100, 100), 1: metrics(0, 100, 100)})
+    fig4_self_review_drift(frame(rows), MAIN, *paths(tmp_path, "fig4eq"))
+    fig = capture_figures[-1]
+    ax = fig.axes[0]
+    values = {y for line in ax.get_lines() for y in line.get_ydata()}
+    assert values == {0.0, 100.0}  # exact: no line moved off 0% or 100%
+    top = [line for line in ax.get_lines() if line.get_marker() in ("X", "p")]
+    assert len(top) == 4 and len({line.get_xdata()[0] for line in top}) == 4
+    assert {line.get_ydata()[0] for line in top} == {100.0}
+    # the legend lists delete only; panel (b) says why it has no such line
+    text = assert_readable(fig, shows=("delete only",))
+    assert "no delete-only chain from this rubric" in fig.axes[1].get_title()
+    assert "no " not in fig.axes[0].get_title()
+    assert "unplanned reports" not in text
+
+
+def test_counts_phrase_has_no_plural_after_one():
+    from rubriclab.carry.figures import counts_phrase
+    assert counts_phrase({"correct": 3, "flawed": 6, "unplanned": 1}) == (
+        "reports: 3 correct, 6 flawed, 1 unplanned")
+    assert counts_phrase({"correct": 1, "flawed": 0, "unplanned": 0}) == "reports: 1 correct"
 
 
 def test_fig5_names_reviser_origins_by_label(fig5_frames, capture_figures, tmp_path):
@@ -424,12 +479,45 @@ def test_fig5_names_reviser_origins_by_label(fig5_frames, capture_figures, tmp_p
 
 
 def test_fig6_start_values_are_ticks_over_their_bars(fig6_rates, capture_figures, tmp_path):
-    fig6_gated_quality(faked(fig6_rates), FAKE_MAIN, *paths(tmp_path, "fig6"))
+    table = fig6_gated_quality(faked(fig6_rates), FAKE_MAIN, *paths(tmp_path, "fig6"))
     fig = capture_figures[-1]
     assert_readable(fig, shows=("fake/hash (sonnet) judge", "start rubric (round 0)",
-                                "chain"))
-    ticks = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == ":"]
-    assert len(ticks) >= 2 and len({tuple(t.get_xdata()) for t in ticks}) == len(ticks)
+                                "min..max over chains", "chain"))
+    ax = fig.axes[0]  # from the hand-written rubric
+    ticks = [line for line in ax.get_lines() if line.get_gid() == "start rubric"]
+    assert len(ticks) == 5 * 3  # one per bar
+    bars = [patch for patch in ax.patches]
+    assert all(t.get_zorder() > bar.get_zorder() for t in ticks for bar in bars)
+    hand = table[table["source"] == "hand"]
+    assert {t.get_ydata()[0] for t in ticks} == set(hand["start"])
+    legend = fig.legends[0]
+    assert "start rubric (round 0), over its own bar" in [t.get_text() for t in legend.get_texts()]
+    # whiskers where the chains differ: a visible dark line with caps, over the bars
+    whiskers = [c for c in ax.collections if c.get_segments()]
+    spread = hand[hand["max"] > hand["min"]]
+    assert 0 < len(spread) < len(hand)
+    assert sum(len(w.get_segments()) for w in whiskers) == len(spread)
+    for whisker in whiskers:
+        assert whisker.get_linewidth()[0] >= 1.2 and whisker.get_zorder() > bars[0].get_zorder()
+        assert tuple(whisker.get_color()[0][:3]) == matplotlib.colors.to_rgb("#222222")
+        assert not whisker.get_clip_on()
+    # every bar carries its value, a real 0 as "0%"
+    labels = [t.get_text() for t in ax.texts if t.get_text().endswith("%")]
+    assert len(labels) == len(bars) == len(hand)
+    assert sorted(labels) == sorted(f"{v:.0f}%" for v in hand["value"])
+
+
+def test_fig6_zero_bars_read_zero(fig6_rates, capture_figures, tmp_path):
+    zeroed = fig6_rates.assign(value=fig6_rates["value"].where(
+        fig6_rates["metric"] != "correct_passed", 0.0))
+    table = fig6_gated_quality(zeroed, MAIN, *paths(tmp_path, "fig6z"))
+    ax = capture_figures[-1].axes[0]
+    hand = table[table["source"] == "hand"]
+    zeros = int((hand["value"] == 0).sum())
+    assert zeros >= 5 and [t.get_text() for t in ax.texts].count("0%") == zeros
+    # the start ticks at 0 (correct passed's round 0 is zeroed too) are drawn, on the baseline
+    starts = [t.get_ydata()[0] for t in ax.get_lines() if t.get_gid() == "start rubric"]
+    assert starts.count(0.0) == (hand["start"] == 0).sum() >= 5
 
 
 def test_fig2_speaks_the_papers_words(capture_figures, tmp_path):
@@ -442,3 +530,24 @@ def test_fig2_speaks_the_papers_words(capture_figures, tmp_path):
         "faithful responses passed", "hallucinated responses caught",
         "100 consistent, 98 inconsistent", "fake/hash (sonnet) judge"),
         hides=("correct outputs", "flawed outputs"))
+
+
+def test_fig1_zero_bars_and_points_read_at_their_values(fig1_rates, capture_figures, tmp_path):
+    rates = fig1_rates.copy()
+    generated = rates["source"] == "generated"
+    rates.loc[generated & (rates["metric"] == "correct_passed"), "value"] = 0.0
+    rates.loc[generated & (rates["metric"] == "flawed_caught"), "value"] = 100.0
+    table = fig1_strictness(rates, MAIN, *paths(tmp_path, "fig1z"))
+    fig = capture_figures[-1]
+    bars = table[table["panel"] == "b"]
+    labels = [t.get_text() for t in fig.axes[1].texts]
+    assert len(labels) == len(bars) == len(fig.axes[1].patches)
+    assert labels.count("0%") == (bars["value"] == 0).sum() == 4
+    ax = fig.axes[0]
+    at_corner = [line for line in ax.get_lines() if len(line.get_xdata()) == 1
+                 and line.get_marker() in ("o", "^")  # per check, paragraph (not bar caps)
+                 and (line.get_xdata()[0], line.get_ydata()[0]) == (100.0, 0.0)]
+    assert len(at_corner) == 2 and len({line.get_markersize() for line in at_corner}) == 2
+    x_low, x_high = ax.get_xlim()
+    y_low, y_high = ax.get_ylim()
+    assert x_low < 0 < 100 < x_high and y_low < 0 < 100 < y_high

@@ -21,13 +21,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib import patheffects  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import MaxNLocator, PercentFormatter  # noqa: E402
-from matplotlib.transforms import offset_copy  # noqa: E402
 from rubriclab.labels import ModelLabels, current_labels
 from rubriclab.plotting import error_lengths as _error
-from rubriclab.plotting import not_available, plural
+from rubriclab.plotting import Overlaps, not_available, plural, value_labels
 from rubriclab.plotting import save_figure as _save
 from rubriclab.tidy import ensure_unique, require_columns, select
 
@@ -70,7 +70,10 @@ RENDERING_MARKERS = {"per_check": "o", "all_in_one": "s", "paragraph": "^", "sca
 MODE_COLORS = {"free": "tab:red", "fixed_count": "tab:purple", "delete_only": "tab:blue"}
 METRIC_COLORS = {"correct_passed": "tab:green", "flawed_caught": "tab:red",
                  "unplanned_caught": "tab:orange"}
+FIG6_WHISKER_COLOR, FIG6_START_WIDTH = "#222222", 2.4
 METRIC_LINESTYLES = {"correct_passed": "-", "flawed_caught": "--", "unplanned_caught": ":"}
+
+FIG1_MARKER_SIZE, FIG1_MARKER_STEP = 5.0, 4.0  # points; each coincident marker a step larger
 
 FIG1_COLUMNS = ["panel", "judge", "source", "rendering", "metric", "value", "low", "high",
                 "n", "n_undetermined"]
@@ -163,13 +166,13 @@ def judge_label(judge: str, labels: ModelLabels | None = None) -> str:
 
 
 
-def _percent_axis(ax, axis: str = "y", low: float = 0) -> None:
-    """0..100% with room above (and below, for points and lines, when low < 0) so that a
-    marker at 0% or 100% is drawn whole."""
+def _percent_axis(ax, axis: str = "y", low: float = 0, high: float = 104) -> None:
+    """Ticks 0..100% on limits low..high: room beyond 0 and 100 (low < 0 for points and
+    lines) so that a marker or label at 0% or 100% is drawn whole, inside the frame."""
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_formatter(PercentFormatter(100, decimals=0))
     target.set_ticks(range(0, 101, 20))
-    (ax.set_ylim if axis == "y" else ax.set_xlim)(low, 104)
+    (ax.set_ylim if axis == "y" else ax.set_xlim)(low, high)
 
 
 def _unclipped(artist) -> None:
@@ -237,33 +240,36 @@ def fig1_strictness(rates: pd.DataFrame, judge_main: str, out_png: Path,
 def _fig1_points(ax, rows: pd.DataFrame, judge_main: str, labels: ModelLabels) -> None:
     wide = rows.pivot(index=["source", "rendering"], columns="metric",
                       values=["value", "low", "high"])
-    drawn: dict[tuple, int] = {}
+    overlaps = Overlaps()
     for (source, rendering), point in wide.iterrows():
         x, y = point[("value", "flawed_caught")], point[("value", "correct_passed")]
         xerr = _error(pd.Series([x]), pd.Series([point[("low", "flawed_caught")]]),
                       pd.Series([point[("high", "flawed_caught")]]))
         yerr = _error(pd.Series([y]), pd.Series([point[("low", "correct_passed")]]),
                       pd.Series([point[("high", "correct_passed")]]))
-        # A point on top of an earlier one is shifted a few display points, so both show.
-        earlier = drawn.get((round(x, 6), round(y, 6)), 0)
-        drawn[(round(x, 6), round(y, 6))] = earlier + 1
-        shift = offset_copy(ax.transData, fig=ax.figure, x=5 * earlier, y=-5 * earlier,
-                            units="points")
+        color = SOURCE_COLORS.get(source, "black")
+        # Every point at its true value; one on top of earlier ones is drawn hollow and a
+        # step larger, so coincident points show as concentric rings.
+        layer = overlaps.layer(x, y)
+        xerr, yerr = (None if not err.any() else err for err in (xerr, yerr))  # no bare caps
         _unclipped(ax.errorbar([x], [y], xerr=xerr, yerr=yerr, linestyle="none",
-                               marker=RENDERING_MARKERS.get(rendering, "x"), markersize=7,
-                               color=SOURCE_COLORS.get(source, "black"), capsize=2,
-                               elinewidth=0.8, alpha=0.85, transform=shift))
+                               marker=RENDERING_MARKERS.get(rendering, "x"),
+                               markersize=FIG1_MARKER_SIZE + FIG1_MARKER_STEP * layer,
+                               markerfacecolor="none", markeredgecolor=color,
+                               markeredgewidth=1.1, color=color, capsize=2, elinewidth=0.8,
+                               zorder=3 + 0.01 * layer))
     sources = ordered(rows["source"], SOURCE_ORDER)
     renderings = ordered(rows["rendering"], RENDERING_ORDER)
     handles = [Patch(color=SOURCE_COLORS.get(s, "black"), label=SOURCE_TITLES.get(s, s))
                for s in sources]
-    handles += [Line2D([], [], color="black", linestyle="none",
+    handles += [Line2D([], [], color="black", linestyle="none", markerfacecolor="none",
                        marker=RENDERING_MARKERS.get(r, "x"), label=RENDERING_TITLES.get(r, r))
                 for r in renderings]
+    handles.append(Line2D([], [], linestyle="none", label="equal points: concentric rings"))
     ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14),
-              ncol=4, frameon=False)
-    _percent_axis(ax, "x", low=-4)
-    _percent_axis(ax, "y", low=-4)
+              ncol=3, frameon=False)
+    _percent_axis(ax, "x", low=-10, high=110)
+    _percent_axis(ax, "y", low=-10, high=110)
     ax.set_xlabel("flawed reports caught")
     ax.set_ylabel("correct reports passed")
     ax.set_title(_panel_title(0, f"Operating point, {labels(judge_main)} judge"), fontsize=10)
@@ -274,17 +280,20 @@ def _fig1_bars(ax, rows: pd.DataFrame, labels: ModelLabels) -> None:
     groups = list(dict.fromkeys(zip(rows["source"], rows["rendering"])))
     judges = list(dict.fromkeys(rows["judge"]))
     width = 0.8 / len(judges)
+    crowded = len(groups) * len(judges) > 16  # labels upright would run into each other
     for index, judge in enumerate(judges):
         mine = rows[rows["judge"] == judge].set_index(["source", "rendering"]).reindex(groups)
         positions = np.arange(len(groups)) + (index - (len(judges) - 1) / 2) * width
-        ax.bar(positions, mine["value"].fillna(0), width,
-               yerr=_error(mine["value"], mine["low"], mine["high"]), capsize=2,
-               label=labels(judge), error_kw={"elinewidth": 0.8})
+        bars = ax.bar(positions, mine["value"].fillna(0), width,
+                      yerr=_error(mine["value"], mine["low"], mine["high"]), capsize=2,
+                      label=labels(judge), error_kw={"elinewidth": 0.8})
+        value_labels(ax, bars, mine["value"], fontsize=6 if crowded else 7,
+                     rotation=90 if crowded else 0)
     ax.set_xticks(np.arange(len(groups)))
     # Twelve source x rendering groups: one upright line each, so no label runs into the next.
     ax.set_xticklabels([f"{SOURCE_TITLES.get(s, s)}, {RENDERING_TITLES.get(r, r)}"
                         for s, r in groups], fontsize=8, rotation=90)
-    _percent_axis(ax, "y")
+    _percent_axis(ax, "y", high=118 if crowded else 110)  # room for the labels over 100%
     ax.set_ylabel("correct reports passed")
     n_correct = item_count(rows, "correct_passed")
     ax.set_title(_panel_title(1, f"Correct reports passed ({n_correct} correct), by judge"),
@@ -328,7 +337,8 @@ def recon108_counts(rates: pd.DataFrame, judge_main: str, environments: str) -> 
 
 
 def counts_phrase(counts: dict[str, int]) -> str:
-    return ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) + " reports"
+    """"reports: 3 correct, 6 flawed, 1 unplanned" (no "1 unplanned reports")."""
+    return "reports: " + ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
 
 
 def fig4_self_review_drift(rates: pd.DataFrame, judge_main: str, out_png: Path,
@@ -353,7 +363,8 @@ def fig4_self_review_drift(rates: pd.DataFrame, judge_main: str, out_png: Path,
         seeds = int(table["seeds"].max())
         fig.suptitle(f"Self-review on Recon-108 ({counts_phrase(counts)}), "
                      f"{labels(judge_main)} judge\n(mean over {plural(seeds, 'seed')} per mode; "
-                     f"lines of equal value are drawn side by side)", fontsize=10)
+                     f"lines of equal value lie on one another: their tags sit side by side along "
+                     f"them, their round points are concentric rings)", fontsize=10)
         legend_rows = -(-len(handles) // columns)
         fig.tight_layout(rect=(0, 0.03 + 0.04 * legend_rows, 1, 1))
         _save(fig, out_png, out_pdf)
@@ -363,6 +374,9 @@ def fig4_self_review_drift(rates: pd.DataFrame, judge_main: str, out_png: Path,
 
 
 REVISER_MARKERS = ["o", "s", "^", "D", "v", "P"]
+FIG4_LINE_WIDTH = 1.4
+FIG4_MARKER_SIZE, FIG4_MARKER_STEP = 4.5, 3.5  # points; each coincident round point larger
+METRIC_TAGS = {"correct_passed": "*", "flawed_caught": "X", "unplanned_caught": "p"}
 
 
 def _reviser_marker(revisers: Sequence[str], reviser: str) -> str:
@@ -373,34 +387,58 @@ def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str,
                 table: pd.DataFrame | None = None) -> None:
     table = rows if table is None else table
     revisers = list(dict.fromkeys(table["reviser"]))
-    # Each (reviser, mode) line sits a little to the side of the round it belongs to, so lines
-    # of equal value (all at 100%, say) stay distinguishable instead of hiding each other.
-    metrics = ordered(table["metric"], METRICS)
-    arms = [(reviser, mode, metric) for reviser, mode in
-            dict.fromkeys(zip(table["reviser"], table["mode"])) for metric in metrics]
-    spread = 0.36 if len(arms) > 1 else 0.0
-    shifts = {arm: (i / (len(arms) - 1) - 0.5) * spread if len(arms) > 1 else 0.0
-              for i, arm in enumerate(arms)}
+    series_list = []
     for reviser, mode in dict.fromkeys(zip(rows["reviser"], rows["mode"])):
         for metric in ordered(rows["metric"], METRICS):
             series = rows[(rows["reviser"] == reviser) & (rows["mode"] == mode)
                           & (rows["metric"] == metric)].sort_values("round")
-            if series.empty:
-                continue
-            color = MODE_COLORS.get(mode, "black")
-            x = series["round"] + shifts[(reviser, mode, metric)]
-            ax.plot(x, series["value"], color=color,
-                    marker=_reviser_marker(revisers, reviser), markersize=3.5,
-                    linestyle=METRIC_LINESTYLES.get(metric, "-."), clip_on=False)
-            if series["seeds"].max() > 1:
-                ax.fill_between(x, series["min"], series["max"], color=color,
-                                alpha=0.1, linewidth=0)
+            if not series.empty:
+                series_list.append((reviser, mode, metric, series))
+    # Every point and segment at its true round and value. Lines of equal value lie on one
+    # another, so each segment carries a tag (shape = metric, colour = mode), the tags of
+    # coincident segments side by side along it; coincident round points are concentric
+    # hollow rings, each a step larger.
+    def segments_of(series):
+        x, y = series["round"].to_numpy(float), series["value"].to_numpy(float)
+        return list(zip(x[:-1], y[:-1], x[1:], y[1:]))
+    sharing = Overlaps()
+    for *_, series in series_list:
+        for segment in segments_of(series):
+            sharing.layer(*segment)
+    segments, points = Overlaps(), Overlaps()
+    for reviser, mode, metric, series in series_list:
+        color = MODE_COLORS.get(mode, "black")
+        x, y = series["round"].to_numpy(float), series["value"].to_numpy(float)
+        ax.plot(x, y, color=color, linestyle=METRIC_LINESTYLES.get(metric, "-."),
+                linewidth=FIG4_LINE_WIDTH, zorder=3, clip_on=False)
+        for x0, y0, x1, y1 in segments_of(series):
+            layer, count = segments.layer(x0, y0, x1, y1), sharing.count(x0, y0, x1, y1)
+            where = 0.5 if count == 1 else 0.2 + 0.6 * layer / (count - 1)
+            ax.plot([x0 + where * (x1 - x0)], [y0 + where * (y1 - y0)], linestyle="none",
+                    marker=METRIC_TAGS.get(metric, "x"),
+                    markersize=9 if METRIC_TAGS.get(metric) == "*" else 7, color=color,
+                    markeredgecolor="white", markeredgewidth=0.5, zorder=5, clip_on=False)
+        for x0, y0 in zip(x, y):
+            layer = points.layer(x0, y0)
+            ax.plot([x0], [y0], linestyle="none", marker=_reviser_marker(revisers, reviser),
+                    markersize=FIG4_MARKER_SIZE + FIG4_MARKER_STEP * layer,
+                    markerfacecolor="none", markeredgecolor=color, markeredgewidth=1.1,
+                    zorder=4, clip_on=False)
+        if series["seeds"].max() > 1:
+            ax.fill_between(x, series["min"], series["max"], color=color,
+                            alpha=0.1, linewidth=0)
     ax.set_xticks(sorted(rows["round"].unique()))
     ax.set_xlabel("revision round")
-    _percent_axis(ax, "y", low=-4)
+    rounds = sorted(rows["round"].unique())
+    ax.set_xlim(rounds[0] - 0.15, rounds[-1] + 0.15)
+    _percent_axis(ax, "y", low=-8, high=108)
     ax.set_ylabel("percent of reports")
-    ax.set_title(_panel_title(index, f"From the {SOURCE_TITLES.get(source, source).lower()} "
-                                     f"rubric"))
+    title = _panel_title(index, f"From the {SOURCE_TITLES.get(source, source).lower()} rubric")
+    missing = [m for m in ordered(table["mode"], MODE_ORDER) if m not in set(rows["mode"])]
+    if missing:  # a mode of the legend with no chain here is not a line hidden at 0
+        names = " or ".join(MODE_TITLES.get(m, m).replace(" ", "-") for m in missing)
+        title += f"\n(no {names} chain from this rubric: not in the run's chains)"
+    ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
 
 
@@ -409,10 +447,12 @@ def _fig4_legend(table: pd.DataFrame, labels: ModelLabels | None = None) -> list
     handles = [Line2D([], [], color=MODE_COLORS.get(m, "black"), label=MODE_TITLES.get(m, m))
                for m in ordered(table["mode"], MODE_ORDER)]
     handles += [Line2D([], [], color="black", linestyle=METRIC_LINESTYLES.get(m, "-."),
+                       linewidth=FIG4_LINE_WIDTH, marker=METRIC_TAGS.get(m, "x"),
+                       markevery=[1], markeredgecolor="white", markeredgewidth=0.5,
                        label=METRIC_TITLES.get(m, m))
                 for m in ordered(table["metric"], METRICS)]
     revisers = list(dict.fromkeys(table["reviser"]))
-    handles += [Line2D([], [], color="black", linestyle="none",
+    handles += [Line2D([], [], color="black", linestyle="none", markerfacecolor="none",
                        marker=_reviser_marker(revisers, r), label=f"review by {labels(r)}")
                 for r in revisers if r]
     if (table["seeds"] > 1).any():
@@ -593,7 +633,7 @@ def fig6_gated_quality(rates: pd.DataFrame, judge_main: str, out_png: Path, out_
     """Figure 6: rubric quality after the final round, per gate (ungated, R, P, S, S+P),
     on Recon-108's evaluation environments. Bars are the mean over every mode and seed of
     the source's chains (whiskers: min..max over chains); dotted lines are the start
-    values (round 0)."""
+    values (round 0), as a black tick across each bar."""
     labels = labels or ModelLabels()
     table = fig6_table(rates, judge_main, sources)
     counts = recon108_counts(rates, judge_main, "evaluation")
@@ -610,15 +650,20 @@ def fig6_gated_quality(rates: pd.DataFrame, judge_main: str, out_png: Path, out_
                             index, source, labels(reviser) if len(revisers) > 1 else "")
         handles = [Patch(color=METRIC_COLORS.get(m, "black"), label=METRIC_TITLES.get(m, m))
                    for m in ordered(table["metric"], METRICS)]
-        handles.append(Line2D([], [], color="black", linestyle=":", linewidth=1.6,
-                              label="start rubric (round 0), over its own bar"))
+        handles.append(Line2D([], [], color="black", linewidth=FIG6_START_WIDTH,
+                              solid_capstyle="butt", label="start rubric (round 0), over its own bar"))
+        if (table["max"] > table["min"]).any():
+            handles.append(Line2D([], [], color=FIG6_WHISKER_COLOR, linewidth=1.3,
+                                  marker="_", markersize=8, markeredgewidth=1.3,
+                                  label="min..max over chains"))
         fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8,
                    frameon=False)
         chains = int(table["chains"].max())
         fig.suptitle(f"Gated rubrics after round {int(table['final_round'].max())} on the "
                      f"Recon-108 evaluation environments ({counts_phrase(counts)}), "
                      f"{labels(judge_main)} judge\n(mean over {plural(chains, 'chain')} of modes "
-                     f"and seeds; whiskers: min..max over chains)", fontsize=10)
+                     f"and seeds; whiskers: min..max over chains, none where all chains "
+                     f"agree)", fontsize=10)
         fig.tight_layout(rect=(0, 0.08, 1, 1))
         _save(fig, out_png, out_pdf)
     finally:
@@ -639,21 +684,30 @@ def _fig6_panel(ax, rows: pd.DataFrame, index: int, source: str, reviser: str = 
     for position, metric in enumerate(metrics):
         mine = rows[rows["metric"] == metric].set_index("gate").reindex(gates)
         x = np.arange(len(gates)) + (position - (len(metrics) - 1) / 2) * width
-        color = METRIC_COLORS.get(metric, "black")
-        spread = mine["chains"].fillna(0).max() > 1
-        ax.bar(x, mine["value"].fillna(0), width, color=color,
-               yerr=_error(mine["value"], mine["min"], mine["max"]) if spread else None,
-               capsize=2, error_kw={"elinewidth": 0.8})
-        # The start value as a dotted tick over each of this metric's bars (not one line across
-        # the panel), so equal start values of two metrics do not hide each other.
-        start = mine["start"]
-        for position, value in zip(x, start):
+        bars = ax.bar(x, mine["value"].fillna(0), width, color=METRIC_COLORS.get(metric, "black"),
+                      zorder=2)
+        # Whiskers only where the chains differ (min < max); a dark line with caps, over
+        # the bar. Where every chain agrees there is no whisker to draw.
+        spread = (mine["max"] > mine["min"]).to_numpy()
+        if spread.any():
+            _unclipped(ax.errorbar(x[spread], mine["value"][spread],
+                                   yerr=_error(mine["value"], mine["min"], mine["max"])[:, spread],
+                                   linestyle="none", color=FIG6_WHISKER_COLOR, elinewidth=1.3,
+                                   capsize=4, capthick=1.3, zorder=4))
+        # The start value: a short black tick across each bar (white-edged, over the bar),
+        # so it reads on a bar top and on the 0 baseline alike.
+        for centre, value in zip(x, mine["start"]):
             if pd.notna(value):
-                ax.plot([position - width / 2, position + width / 2], [value, value],
-                        color="black", linestyle=":", linewidth=1.6, clip_on=False)
+                ax.plot([centre - 0.42 * width, centre + 0.42 * width], [value, value],
+                        color="black", linewidth=FIG6_START_WIDTH, solid_capstyle="butt",
+                        zorder=5, clip_on=False, gid="start rubric",
+                        path_effects=[patheffects.withStroke(linewidth=FIG6_START_WIDTH + 1.6,
+                                                             foreground="white")])
+        tops = np.fmax(mine["value"].to_numpy(float), np.where(spread, mine["max"], np.nan))
+        value_labels(ax, bars, mine["value"], tops=tops, fontsize=7, rotation=90)
     ax.set_xticks(np.arange(len(gates)))
     ax.set_xticklabels([GATE_TITLES[g] for g in gates])
-    _percent_axis(ax, "y", low=-4)
+    _percent_axis(ax, "y", low=-4, high=118)  # room for the value labels over 100%
     ax.set_ylabel("percent of reports")
     by = f",\nreview by {reviser}" if reviser else ""
     ax.set_title(_panel_title(index, f"From the {SOURCE_TITLES.get(source, source).lower()} "
