@@ -703,7 +703,10 @@ def _fig6_panel(ax, rows: pd.DataFrame, index: int, source: str, reviser: str = 
                         zorder=5, clip_on=False, gid="start rubric",
                         path_effects=[patheffects.withStroke(linewidth=FIG6_START_WIDTH + 1.6,
                                                              foreground="white")])
-        tops = np.fmax(mine["value"].to_numpy(float), np.where(spread, mine["max"], np.nan))
+        # The label over the highest of the bar, its whisker and its start tick.
+        tops = np.fmax(np.fmax(mine["value"].to_numpy(float),
+                               np.where(spread, mine["max"], np.nan)),
+                       mine["start"].to_numpy(float))
         value_labels(ax, bars, mine["value"], tops=tops, fontsize=7, rotation=90)
     ax.set_xticks(np.arange(len(gates)))
     ax.set_xticklabels([GATE_TITLES[g] for g in gates])
