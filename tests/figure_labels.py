@@ -73,3 +73,38 @@ def assert_readable(fig, *, shows: tuple[str, ...] = (), hides: tuple[str, ...] 
 
 def na_texts(fig) -> list[str]:
     return [t for t in visible_texts(fig) if t.startswith("n/a")]
+
+
+def texts_outside_their_axes(fig) -> list[str]:
+    """Texts drawn inside a panel (titles and tick labels aside) whose box leaves the panel."""
+    renderer = _drawn(fig)
+    outside = []
+    for ax in fig.axes:
+        frame = ax.get_window_extent(renderer)
+        for text in ax.texts:
+            if not (text.get_visible() and text.get_text().strip()):
+                continue
+            box = text.get_window_extent(renderer)
+            if box.x0 < frame.x0 - 1 or box.x1 > frame.x1 + 1:
+                outside.append(text.get_text())
+    return outside
+
+
+def value_labels_crossed_by_error_bars(fig) -> list[str]:
+    """Texts inside a panel that a vertical error-bar line runs through."""
+    renderer = _drawn(fig)
+    crossed = []
+    for ax in fig.axes:
+        segments = []
+        for collection in ax.collections:
+            if isinstance(collection, matplotlib.collections.LineCollection):
+                for segment in collection.get_segments():
+                    (x0, y0), (x1, y1) = ax.transData.transform(segment[[0, -1]])
+                    if abs(x0 - x1) < 0.5 and abs(y0 - y1) > 0.5:
+                        segments.append((x0, min(y0, y1), max(y0, y1)))
+        for text in ax.texts:
+            box = text.get_window_extent(renderer)
+            if any(box.x0 <= x <= box.x1 and low < box.y1 and high > box.y0
+                   for x, low, high in segments):
+                crossed.append(text.get_text())
+    return crossed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -9,9 +10,12 @@ import matplotlib
 matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
 
 def save_figure(fig, out_png: Path, out_pdf: Path) -> None:
+    fit_to_axes(fig)
     for path in (Path(out_png), Path(out_pdf)):
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=150)
@@ -37,15 +41,74 @@ def label_words(dataset: str) -> dict[str, str]:
     return LABEL_WORDS.get(dataset, {"correct": "correct", "flawed": "flawed", "items": "outputs"})
 
 
-def not_available(ax, reason: str) -> None:
-    """Mark a panel with nothing to draw: "n/a" and why, never an empty axes read as zeros."""
-    ax.set_xticks([])
-    ax.set_yticks([])
+def wrapped(text: str, width: int) -> str:
+    """`text` wrapped line by line to `width` characters (its own line breaks kept)."""
+    return "\n".join(textwrap.fill(line, width) if line else line for line in text.split("\n"))
+
+
+FIT_SHARE = 0.92  # of the axes' width a text fitted to it may take
+
+
+def axes_text(ax, x: float, y: float, text: str, **kwargs):
+    """ax.text whose text `fit_to_axes` later wraps to the axes' width.
+
+    Matplotlib's own `wrap=True` wraps at the figure's edge, not the axes', so a note in a
+    narrow panel would run over its frame; the width is only known once the figure is laid
+    out, hence the wrapping at save time."""
+    artist = ax.text(x, y, text, **kwargs)
+    artist.unwrapped_text = text
+    artist.set_in_layout(False)  # tight_layout must not make room for the unwrapped text
+    return artist
+
+
+def fit_to_axes(fig) -> None:
+    """Wrap each `axes_text` of the laid-out figure to the widest width that fits its axes."""
+    get_renderer = getattr(fig.canvas, "get_renderer", None)
+    renderer = get_renderer() if get_renderer else FigureCanvasAgg(fig).get_renderer()
+    for artist in fig.findobj(Text):
+        raw = getattr(artist, "unwrapped_text", None)
+        if raw is None or artist.axes is None:
+            continue
+        room = FIT_SHARE * artist.axes.get_window_extent(renderer).width
+        longest = max(len(line) for line in raw.split("\n"))
+        for width in range(longest, 7, -1):
+            artist.set_text(wrapped(raw, width))
+            if artist.get_window_extent(renderer).width <= room:
+                break
+
+
+def not_available(ax, reason: str, *, keep_ticks: bool = False, fontsize: float = 9) -> None:
+    """Mark a panel with nothing to draw: "n/a" and why, never an empty axes read as zeros.
+
+    The reason is wrapped to the panel's width. `keep_ticks` keeps the tick labels (rows named
+    on the axis, as in a bar chart whose every bar is empty)."""
+    if not keep_ticks:
+        ax.set_xticks([])
+        ax.set_yticks([])
     for spine in ax.spines.values():
         spine.set_linestyle(":")
         spine.set_alpha(0.5)
-    ax.text(0.5, 0.5, f"n/a\n{reason}", ha="center", va="center", transform=ax.transAxes,
-            fontsize=9, color="#444444", wrap=True)
+    axes_text(ax, 0.5, 0.5, f"n/a\n{reason}", ha="center", va="center",
+              transform=ax.transAxes, fontsize=fontsize, color="#444444",
+              bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 2})
+
+
+def value_label(ax, x: float, top: float, text: str, *, color: str = "black",
+                fontsize: float = 6) -> None:
+    """A bar's value just above `top` (the higher of its bar and its error bar's upper whisker),
+    on a white ground, so that no error bar runs through it and a dark bar cannot hide it."""
+    ax.annotate(text, (x, top), xytext=(0, 2), textcoords="offset points", ha="center",
+                va="bottom", fontsize=fontsize, color=color,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5})
+
+
+def zero_bar_marks(ax, x, heights, width: float, colors) -> None:
+    """A thick stroke in the bar's colour where a bar has height 0, so that a value of 0 reads
+    as a drawn bar (and its legend entry has something to point at), not as a missing one."""
+    for position, height, color in zip(x, heights, colors):
+        if height == 0:
+            ax.hlines(0, position - width / 2, position + width / 2, colors=[color],
+                      linewidth=3, zorder=3)
 
 
 def plural(count: int, noun: str) -> str:

@@ -1,5 +1,7 @@
 import math
 
+import matplotlib.collections
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -447,7 +449,8 @@ FAKE = {QWEN: "fake/hash?salt=qwen", DEEPSEEK: "fake/hash?salt=deepseek",
 
 def faked(rows) -> pd.DataFrame:
     table = pd.DataFrame(rows)
-    return table.replace({c: FAKE for c in ("generator", "generator_b", "response_model")
+    return table.replace({c: FAKE for c in ("generator", "generator_b", "response_model",
+                                            "target_rubric")
                           if c in table})
 
 
@@ -484,3 +487,70 @@ def test_configured_labels_name_the_generators(capture_figures, tmp_path):
     labels = ModelLabels({OPUS: "Opus 4.1"})
     figA2_panel_sensitivity(frame(existing_rows()), *paths(tmp_path, "figA2"), labels=labels)
     assert_readable(capture_figures[-1], shows=("Opus 4.1",), hides=(OPUS,))
+
+
+from tests.figure_labels import (  # noqa: E402
+    texts_outside_their_axes, value_labels_crossed_by_error_bars, visible_texts,
+)
+
+
+def test_fig6_all_empty_direction_says_na_and_why_in_each_panel(capture_figures, tmp_path):
+    rows = [r for r in category_rows() if r["direction"] != "+"]
+    table = fig6_criteria_level(categories_frame(rows), GPT, *paths(tmp_path, "fig6na"))
+    assert set(table.loc[table["direction"] == "+", "n_criteria"]) == {0}
+    fig = capture_figures[-1]
+    na = na_texts(fig)
+    assert len(na) == 2 and all("none failed before the edit" in text for text in na)
+    upper_left, lower_left = fig.axes[0], fig.axes[2]
+    for ax in (upper_left, lower_left):
+        assert any(t.get_text().startswith("n/a") for t in ax.texts)
+        # the rows stay named on the empty panel
+        assert all("(n=0)" in t.get_text() for t in ax.get_yticklabels())
+    assert not texts_outside_their_axes(fig)
+
+
+def test_fig6_single_empty_bar_is_marked_na(capture_figures, tmp_path):
+    rows = [r for r in category_rows() if not (r["row_kind"] == "within"
+                                               and r["direction"] == "-"
+                                               and r["target_rubric"] == OPUS)]
+    fig6_criteria_level(categories_frame(rows), GPT, *paths(tmp_path, "fig6bar"))
+    assert na_texts(capture_figures[-1]) == ["n/a: no criterion to intervene on (n=0)"]
+
+
+def test_na_reasons_are_wrapped_inside_their_panels(capture_figures, tmp_path):
+    rows = existing_rows()
+    for row in rows:
+        if row["metric"] in ("panel_spearman", "physician_spearman"):
+            row.update(estimate=math.nan, low=math.nan, high=math.nan, n_used=0)
+    fig4_existing_approaches(frame(rows), *paths(tmp_path, "fig4"))
+    fig = capture_figures[-1]
+    assert len(na_texts(fig)) == 2
+    assert not texts_outside_their_axes(fig)
+
+
+def test_zero_bars_are_drawn_and_labelled(capture_figures, tmp_path):
+    rows = existing_rows()
+    for row in rows:
+        if row["metric"] == "discrimination":
+            row.update(estimate=0.0, low=math.nan, high=math.nan)
+    fig4_existing_approaches(frame(rows), *paths(tmp_path, "fig4zero"))
+    discrimination = capture_figures[-1].axes[3]
+    marks = [c for c in discrimination.collections
+             if isinstance(c, matplotlib.collections.LineCollection) and len(c.get_segments())
+             and max(c.get_linewidths()) >= 2]
+    # one visible stroke at 0 per generator and one for the expert (grey, as in the legend)
+    assert len(marks) == len(GENERATORS) + 1
+    assert [t.get_text() for t in discrimination.texts] == ["0.00"] * (len(GENERATORS) + 1)
+
+
+def test_value_labels_clear_the_error_bars(capture_figures, tmp_path):
+    rows = it_rows()
+    for row in rows:  # the default run's shape: a bar of 0.50 with [0, 0.67]
+        row.update(estimate=0.5, low=0.0, high=0.67)
+    stats = frame(rows)
+    fig5_interventional_transfer(stats, GPT, *paths(tmp_path, "fig5"))
+    figA4_by_response_model(stats, *paths(tmp_path, "figA4"))
+    for fig in capture_figures:
+        labels = [t for ax in fig.axes for t in ax.texts if t.get_text() == "0.50"]
+        assert labels
+        assert not value_labels_crossed_by_error_bars(fig)

@@ -104,3 +104,24 @@ def test_figure_names_each_judge_by_label_with_its_counts(capture_figures, tmp_p
     plot_calibration(table, POST_CONFUSION, tmp_path / "f.png", tmp_path / "f.pdf")
     assert_readable(capture_figures[-1], shows=("fake/hash (judge) judge",
                                                 "8 labelled, 10 judged", "the post's judge"))
+
+
+from tests.figure_labels import texts_outside_their_axes, visible_texts  # noqa: E402
+
+
+def test_figure_notes_name_their_estimator_and_stay_inside_the_panel(capture_figures, tmp_path):
+    verdicts, items = toy()
+    table = pd.DataFrame([post_row(1000, 0, 0.95)] + carry_judge_rows(
+        verdicts, items, "toy", "fake/x", 2, 200, 0, 0.95))
+    toy_row = table.iloc[1]
+    assert not toy_row.stable and "wider than [0, 1]" in toy_row.interval_flags
+    plot_calibration(table, POST_CONFUSION, tmp_path / "f.png", tmp_path / "f.pdf")
+    fig = capture_figures[-1]
+    texts = visible_texts(fig)
+    unstable = [t for t in texts if "wider than [0, 1]" in t]
+    assert len(unstable) == 1 and unstable[0].startswith("Rogan-Gladen interval unstable: ")
+    # the toy row has no PPI marker and says why; the post's row has no human star and says why
+    assert "PPI n/a: the labelled items are not part of the judged set" in texts
+    assert any(t.startswith("no human pass rate: humans labelled only 50 of the 400 judged")
+               for t in texts)
+    assert not texts_outside_their_axes(fig)

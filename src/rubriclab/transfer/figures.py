@@ -38,7 +38,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from rubriclab.labels import current_labels, with_labels
 from rubriclab.plotting import error_lengths as _error
-from rubriclab.plotting import not_available, plural
+from rubriclab.plotting import not_available, plural, value_label, wrapped, zero_bar_marks
 from rubriclab.plotting import save_figure as _save
 from rubriclab.tidy import ensure_unique, require_columns, select
 
@@ -104,6 +104,7 @@ WITHIN_CATEGORIES = ["none", "one", "several"]
 CATEGORY_COLORS = {"irrelevant": "#c7c7c7", "matched": "tab:blue", "general": "tab:green",
                    "none": "#c7c7c7", "one": "tab:orange", "several": "tab:purple"}
 DIRECTION_TITLES = {"+": "Intervene to pass, R+c", "-": "Intervene to fail, R-c"}
+FIG6_EMPTY_REASONS = {"+": "none failed before the edit", "-": "none passed before the edit"}
 SHARE_TOLERANCE = 1.0  # percent: a bar's shares must sum to 100 within this
 
 FIG4_COLUMNS = ["subplot", "metric", "generator", "estimate", "low", "high", "n_used",
@@ -265,10 +266,12 @@ def _grouped_bars(ax, rows: pd.DataFrame, group_column: str, groups: Sequence[st
         if mine.empty:
             continue
         x = np.array([groups.index(g) for g in mine.index], dtype=float) + offset
-        ax.bar(x, mine["estimate"].fillna(0), bar, color=colors[generator],
+        heights = mine["estimate"].fillna(0)
+        ax.bar(x, heights, bar, color=colors[generator],
                yerr=_error(mine["estimate"], mine["low"], mine["high"]), capsize=2,
                error_kw={"elinewidth": 0.8}, label=short_name(generator))
-        _value_texts(ax, x, mine["estimate"], len(groups) * len(generators))
+        zero_bar_marks(ax, x, heights, bar, [colors[generator]] * len(x))
+        _value_texts(ax, x, mine, len(groups) * len(generators))
         for group, position in zip(mine.index, x):
             positions[(group, generator)] = float(position)
     ax.set_xticks(np.arange(len(groups)))
@@ -277,14 +280,15 @@ def _grouped_bars(ax, rows: pd.DataFrame, group_column: str, groups: Sequence[st
     return positions
 
 
-def _value_texts(ax, x, estimates: pd.Series, bars: int) -> None:
-    """Each bar's value printed at its foot ("n/a" where undefined), so that a bar of 0 and a
-    missing bar never look alike; left out when the axes holds too many bars to read."""
+def _value_texts(ax, x, rows: pd.DataFrame, bars: int) -> None:
+    """Each bar's value ("n/a" where undefined) printed above its bar and its error bar's
+    upper whisker, so that a bar of 0 and a missing bar never look alike and no whisker runs
+    through the number; left out when the axes holds too many bars to read."""
     if bars > 24:
         return
-    for position, value in zip(x, estimates):
-        ax.annotate(number_text(value), (position, 0), xytext=(0, 2),
-                    textcoords="offset points", ha="center", va="bottom", fontsize=6,
+    for position, value, high in zip(x, rows["estimate"], rows["high"]):
+        top = max([0.0] + [float(v) for v in (value, high) if not is_missing(v)])
+        value_label(ax, position, top, number_text(value),
                     color="black" if not is_missing(value) else "#aa0000")
 
 
@@ -309,7 +313,8 @@ def _value_limits(rows: pd.DataFrame, floor: float = 0.0, ceiling: float = 1.0
     bottom = min(floor, float(values.min())) if not values.empty else floor
     top = max(ceiling, float(values.max())) if not values.empty else ceiling
     span = top - bottom
-    return (bottom - 0.05 * span if bottom < floor else bottom), top + 0.05 * span
+    # 10% headroom: a value label sits above its bar's upper whisker
+    return (bottom - 0.05 * span if bottom < floor else bottom), top + 0.1 * span
 
 
 def _panel_title(index: int, text: str) -> str:
@@ -388,14 +393,17 @@ def fig4_existing_approaches(stats: pd.DataFrame, out_png: Path, out_pdf: Path
             else:
                 mine = rows.set_index("generator").loc[generator_order(rows["generator"])]
                 x = np.arange(len(mine))
-                ax.bar(x, mine["estimate"].fillna(0), 0.7,
-                       color=[colors[g] for g in mine.index],
+                heights = mine["estimate"].fillna(0)
+                ax.bar(x, heights, 0.7, color=[colors[g] for g in mine.index],
                        yerr=_error(mine["estimate"], mine["low"], mine["high"]), capsize=2,
                        error_kw={"elinewidth": 0.8})
+                zero_bar_marks(ax, x, heights, 0.7, [colors[g] for g in mine.index])
                 ax.set_xticks(x)
-                _value_texts(ax, x, mine["estimate"], len(mine))
-                ax.set_xticklabels([short_name(g) for g in mine.index], rotation=90,
-                                   fontsize=7)
+                _value_texts(ax, x, mine, len(mine))
+                # wrapped and level while four fit side by side: rotated labels as long as
+                # a model name would leave a deep empty band under the other panels
+                ax.set_xticklabels([wrapped(short_name(g), 11) for g in mine.index],
+                                   rotation=0 if len(mine) <= 4 else 90, fontsize=7)
                 ax.axhline(0, color="black", linewidth=0.6)
                 ax.grid(axis="y", alpha=0.3)
             ax.set_ylim(*_value_limits(rows))
@@ -471,8 +479,9 @@ def fig5_interventional_transfer(stats: pd.DataFrame, response_model: str, out_p
     Stars: for each paired difference between two plotted generators within a group
     whose 95% interval excludes 0 (both bounds defined and low > 0 or high < 0), a
     bracket joins the two generators' bars with a "*" at its middle. The brackets of a
-    group start one step above the group's highest bar top or upper bound (step = 6% of
-    the value range) and stack upwards one step per starred pair, the pair of nearest
+    group start one and a half steps above the group's highest bar top or upper bound
+    (step = 6% of the value range; the value labels sit in the half step) and stack upwards
+    one step per starred pair, the pair of nearest
     neighbours (then the leftmost) lowest; `star_level` in the returned table is that
     stacking level. Returns fig5_table(stats, response_model)."""
     table = fig5_table(stats, response_model)
@@ -493,7 +502,7 @@ def fig5_interventional_transfer(stats: pd.DataFrame, response_model: str, out_p
             base = float(np.nanmax(np.r_[group["estimate"].to_numpy(float),
                                          group["high"].to_numpy(float), 0.0]))
             for row in stars[stars["metric"] == metric].itertuples(index=False):
-                y = base + step * (row.star_level + 1)
+                y = base + step * (row.star_level + 1.5)
                 x1 = positions[(metric, row.generator)]
                 x2 = positions[(metric, row.generator_b)]
                 left, right = min(x1, x2), max(x1, x2)
@@ -607,7 +616,8 @@ def fig6_criteria_level(categories: pd.DataFrame, response_model: str, out_png: 
     measured on each generated rubric (irrelevant / matched / general). Lower chart: within
     each rubric, whether none, one or several other criteria move. Segments of 5% or more
     are labelled with their share; each bar's tick label gives its criterion count n (the
-    passing and failing criteria differ in number).
+    passing and failing criteria differ in number). A bar with n=0 reads "n/a"; a panel
+    whose every bar has n=0 says "n/a" and why, its rows still named.
     Returns fig6_table(categories, response_model)."""
     table = fig6_table(categories, response_model)
     n_between = table.loc[table["chart"] == "between", "row"].nunique()
@@ -621,6 +631,9 @@ def fig6_criteria_level(categories: pd.DataFrame, response_model: str, out_png: 
                 ax = axes[line][column]
                 mine = table[(table["chart"] == chart) & (table["direction"] == direction)]
                 _fig6_bars(ax, mine, chart, with_names=column == 0)
+                if (mine["n_criteria"] == 0).all():
+                    not_available(ax, f"no criterion to intervene on in any row\n"
+                                      f"({FIG6_EMPTY_REASONS[direction]})", keep_ticks=True)
                 if line == 0:
                     ax.set_title(DIRECTION_TITLES[direction], fontsize=10)
             axes[1][column].set_xlabel("percent of the row's criteria")
@@ -660,6 +673,11 @@ def _fig6_bars(ax, rows: pd.DataFrame, chart: str, with_names: bool) -> None:
                 ax.text(start + share / 2, position, f"{share:.0f}", ha="center",
                         va="center", fontsize=7)
         left += shares
+    if not (counts == 0).all():  # an all-empty panel says n/a once, for all its rows
+        for position, count in enumerate(counts):
+            if count == 0:
+                ax.text(50, position, "n/a: no criterion to intervene on (n=0)", ha="center",
+                        va="center", fontsize=7, color="#444444")
     ax.set_yticks(y)
     ax.set_yticklabels([f"{name} (n={count})" if with_names else f"n={count}"
                         for name, count in zip(names, counts)], fontsize=8)

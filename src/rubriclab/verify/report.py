@@ -18,6 +18,7 @@ import pandas as pd  # noqa: E402
 
 from rubriclab.carry.aggregate import item_outcomes  # noqa: E402
 from rubriclab.labels import ModelLabels  # noqa: E402
+from rubriclab.plotting import axes_text, fit_to_axes  # noqa: E402
 
 from .calibration import (  # noqa: E402
     INTERVAL_METHODS,
@@ -30,6 +31,7 @@ from .calibration import (  # noqa: E402
 )
 
 RENDERING_NAMES = {"per_check": "one call per check", "paragraph": "paragraph"}
+RG_COLOR, PPI_COLOR, PPI_TEXT_COLOR = "#1f77b4", "#ff7f0e", "#a05000"
 
 
 PPI_COLUMNS = ["ppi", "ppi_clipped", "ppi_low", "ppi_high", "ppi_low_clipped",
@@ -181,7 +183,7 @@ def plot_calibration(table: pd.DataFrame, confusion: Confusion, png: Path, pdf: 
     Each row is labelled with its judge (display label) and its numbers of labelled and judged
     items."""
     labels = labels or ModelLabels()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 0.9 * len(table) + 3.6),
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 1.1 * len(table) + 3.6),
                                       gridspec_kw={"width_ratios": [1, 2]})
     groups = ["human pass", "human fail"]
     judge_pass = [confusion.tp, confusion.fp]
@@ -200,41 +202,59 @@ def plot_calibration(table: pd.DataFrame, confusion: Confusion, png: Path, pdf: 
                  for r in table.itertuples(index=False)]
     ys = range(len(table))
     human_shown = False
+    # Within a row (one unit tall): reported, Rogan-Gladen, PPI, then the row's notes.
     for y, row in zip(ys, table.itertuples(index=False)):
-        right.errorbar(100 * row.q, y - 0.25, xerr=[[100 * (row.q - row.q_low)],
-                                                    [100 * (row.q_high - row.q)]],
+        right.errorbar(100 * row.q, y - 0.3, xerr=[[100 * (row.q - row.q_low)],
+                                                   [100 * (row.q_high - row.q)]],
                        fmt="o", color="#7f7f7f", capsize=3,
                        label="reported (judge), Wilson" if y == 0 else None)
         flags = getattr(row, "interval_flags", "")
-        unstable = isinstance(flags, str) and bool(flags)
+        flags = [f for f in flags.split("; ") if f] if isinstance(flags, str) else []
+        notes = []
         if not _is_missing(row.corrected):
             point = 100 * row.corrected_clipped
-            bars = right.errorbar(point, y, xerr=_error(point, row.corrected_low_clipped,
-                                                        row.corrected_high_clipped),
-                                  fmt="s", color="#1f77b4", capsize=3,
+            bars = right.errorbar(point, y - 0.1, xerr=_error(point, row.corrected_low_clipped,
+                                                              row.corrected_high_clipped),
+                                  fmt="s", color=RG_COLOR, capsize=3,
                                   label="Rogan-Gladen" if y == 0 else None)
-            if unstable and bars.lines[2]:
+            if flags and bars.lines[2]:
                 bars.lines[2][0].set_linestyle("--")
             if row.status == "outside_unit_interval":
-                right.text(point + 2 if point < 50 else point - 2, y + 0.12,
+                right.text(point + 2 if point < 50 else point - 2, y - 0.2,
                            f"raw estimate {100 * row.corrected:.1f}%, outside [0, 100]",
                            ha="left" if point < 50 else "right", va="center", fontsize=7)
         else:
-            right.text(2, y, "Rogan-Gladen undefined: TPR + TNR <= 1", va="center", fontsize=8)
-        if unstable:
-            right.text(1, y + 0.4, "unstable: " + flags, va="center", fontsize=6.5,
-                       color="#b00000")
+            right.text(1, y - 0.1, "Rogan-Gladen undefined: TPR + TNR <= 1", va="center",
+                       fontsize=7, color=RG_COLOR)
+            # its "no interval" flag says the same again
+            flags = [f for f in flags if not f.startswith("no interval (TPR + TNR")]
         ppi = getattr(row, "ppi", None)
         if not _is_missing(ppi):
             point = 100 * row.ppi_clipped
-            right.errorbar(point, y + 0.25, xerr=_error(point, row.ppi_low_clipped,
-                                                        row.ppi_high_clipped),
-                           fmt="^", color="#ff7f0e", capsize=3, label="PPI")
+            right.errorbar(point, y + 0.1, xerr=_error(point, row.ppi_low_clipped,
+                                                       row.ppi_high_clipped),
+                           fmt="^", color=PPI_COLOR, capsize=3, label="PPI")
+        else:
+            right.text(1, y + 0.1, "PPI n/a: the labelled items are not part of the judged set"
+                       if not getattr(row, "labelled_in_judged", True) else "PPI n/a",
+                       va="center", fontsize=7, color=PPI_TEXT_COLOR)
         if not _is_missing(row.human_pass_rate):
-            right.plot(100 * row.human_pass_rate, y, marker="*", color="black", markersize=10,
-                       linestyle="none", label=None if human_shown else "human pass rate")
+            right.plot(100 * row.human_pass_rate, y - 0.1, marker="*", color="black",
+                       markersize=10, linestyle="none",
+                       label=None if human_shown else "human pass rate")
             human_shown = True
+        else:
+            labelled = row.tp + row.fn + row.fp + row.tn
+            notes.append("no human pass rate: humans labelled only "
+                         f"{labelled} of the {row.n_judged} judged" if row.labelled_in_judged
+                         else "no human pass rate: the judged items carry no human label")
+        if flags:
+            notes.append("Rogan-Gladen interval unstable: " + "; ".join(flags))
+        if notes:
+            axes_text(right, 1, y + 0.2, "\n".join(notes), va="top", fontsize=6.5,
+                      color="#b00000" if flags else "black")
     right.set_yticks(list(ys), row_names, fontsize=7.5)
+    right.tick_params(axis="y", pad=6)
     right.set_ylim(len(table) - 0.45, -0.55)  # top to bottom, room for each row's note
     right.set_xlim(-3, 103)  # markers at 0% and 100% drawn whole
     right.set_xlabel("pass rate (%), intervals clipped to [0, 100]")
@@ -246,7 +266,8 @@ def plot_calibration(table: pd.DataFrame, confusion: Confusion, png: Path, pdf: 
     unique = dict(zip(names, handles))
     right.legend(unique.values(), unique.keys(), frameon=False, fontsize=8, loc="upper left",
                  bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
+    fig.tight_layout(w_pad=3)  # the row labels clear the left panel
+    fit_to_axes(fig)
     Path(png).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=150)
     fig.savefig(pdf)
