@@ -25,6 +25,9 @@ from typing import Iterable, Mapping
 from urllib.parse import parse_qsl
 
 EXPERT = "expert"
+# The papers' names of the datasets, for figure and table titles.
+DATASET_TITLES = {"summedits": "SummEdits", "ragtruth": "RAGTruth", "recon": "Recon",
+                  "healthbench": "HealthBench"}
 
 
 def default_label(model: str) -> str:

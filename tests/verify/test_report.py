@@ -125,3 +125,13 @@ def test_figure_notes_name_their_estimator_and_stay_inside_the_panel(capture_fig
     assert any(t.startswith("no human pass rate: humans labelled only 50 of the 400 judged")
                for t in texts)
     assert not texts_outside_their_axes(fig)
+
+
+def test_figure_names_the_datasets_as_the_papers_do(capture_figures, tmp_path):
+    verdicts, items = toy()
+    table = pd.DataFrame([post_row(1000, 0, 0.95)] + carry_judge_rows(
+        verdicts, items, "summedits", "fake/x", 1, 200, 0, 0.95))
+    plot_calibration(table, POST_CONFUSION, tmp_path / "f.png", tmp_path / "f.pdf")
+    texts = visible_texts(capture_figures[-1])
+    assert any(t.startswith("SummEdits, ") for t in texts)
+    assert not any(t.startswith("summedits") for t in texts)

@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from rubriclab.labels import DATASET_TITLES  # noqa: E402
 from rubriclab.plotting import label_words  # noqa: E402
 
 FIG2_COLUMNS = [
@@ -22,7 +23,6 @@ FIG2_COLUMNS = [
     "n_correct", "n_flawed", "n_undetermined", "correct_passed", "flawed_caught",
     "correct_passed_min", "correct_passed_max", "flawed_caught_min", "flawed_caught_max",
 ]
-DATASET_TITLES = {"summedits": "SummEdits", "ragtruth": "RAGTruth"}
 RENDERING_STYLES = {
     "per_check": {"linestyle": "-", "marker": "o", "label": "one call per check"},
     "paragraph": {"linestyle": "--", "marker": "s", "label": "paragraph"},

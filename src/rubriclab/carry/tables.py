@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from rubriclab.labels import current_labels, with_labels
+from rubriclab.labels import DATASET_TITLES, current_labels, with_labels
 from rubriclab.tidy import markdown_table
 
 from .figures import (
@@ -26,7 +26,6 @@ from .figures import (
 
 FAILING_COLUMNS = ["dataset", "item_id", "item_name", "label", "rubric_version",
                    "failing_positions"]
-DATASET_TITLES = {"summedits": "SummEdits", "ragtruth": "RAGTruth", "recon": "Recon"}
 KIND_WORDS = {"summedits": ("consistent", "inconsistent"),
               "ragtruth": ("faithful", "hallucinated")}
 TABLE3_COLUMNS = ["start", *(GATE_TITLES[g] for g in GATES)]

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rubriclab.carry.aggregate import item_outcomes  # noqa: E402
-from rubriclab.labels import ModelLabels  # noqa: E402
+from rubriclab.labels import DATASET_TITLES, ModelLabels  # noqa: E402
 from rubriclab.plotting import axes_text, fit_to_axes  # noqa: E402
 
 from .calibration import (  # noqa: E402
@@ -197,7 +197,8 @@ def plot_calibration(table: pd.DataFrame, confusion: Confusion, png: Path, pdf: 
     left.set_title(f"{confusion.n} labelled replies (worked example)")
     left.legend(frameon=False)
 
-    row_names = [f"{r.dataset}, {r.rendering}\n{_judge_shown(r.judge, labels)}\n"
+    row_names = [f"{DATASET_TITLES.get(r.dataset, r.dataset)}, {r.rendering}\n"
+                 f"{_judge_shown(r.judge, labels)}\n"
                  f"{r.tp + r.fn + r.fp + r.tn} labelled, {r.n_judged} judged"
                  for r in table.itertuples(index=False)]
     ys = range(len(table))
