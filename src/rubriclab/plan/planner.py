@@ -15,9 +15,12 @@ interventions, the judging of those, the agent's later turns).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
+import hashlib
 import io
+import json
 import logging
 import os
 import runpy
@@ -59,15 +62,29 @@ class StandIn:
     """
 
     free_text_share: float | None = None
+    # The server answers each asking of the same messages afresh (a model sampled again), so
+    # seeds and trials that send equal messages as distinct requests get distinct answers
+    # there; the stand-in counts askings the same way. One request asked again (a cache hit
+    # in the run) gets its first answer.
+    _answers: dict[Request, str] = field(default_factory=dict, repr=False)
+    _askings: collections.Counter = field(default_factory=collections.Counter, repr=False)
 
     def answer(self, request: Request) -> str:
         from rubriclab.rehearsal.answers import answer, served_name
 
-        # As the rehearsal server answers it the first time it is asked.
-        _, text = answer(request.message_dicts(), served_name(request.model), 0)
+        known = self._answers.get(request)
+        if known is not None:
+            return known
+        served, messages = served_name(request.model), request.message_dicts()
+        prompt = hashlib.sha256(json.dumps([served, messages], ensure_ascii=False)
+                                .encode("utf-8")).digest()
+        nth = self._askings[prompt]
+        self._askings[prompt] += 1
+        _, text = answer(messages, served, nth)
         if self.free_text_share is not None and get_format(request.response_format).free_text:
             words = max(1, int(request.max_tokens * self.free_text_share * 0.75))
             text = f"{text} {_filler(words)}"
+        self._answers[request] = text
         return text
 
 
