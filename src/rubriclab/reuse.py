@@ -35,7 +35,7 @@ import yaml
 
 from .runs import EVALUATE_IN_VARIABLE
 
-# Loading the paper-scale workflow takes seconds; a minute per thousand jobs is generous.
+# Loading even the paper-scale workflow and copying its outputs takes seconds.
 CHILD_TIMEOUT_S = 900
 
 
