@@ -115,6 +115,15 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def ring_size(layer: int, count: int, base: float, step: float, largest: float) -> float:
+    """Marker size of the `layer`-th of `count` coincident hollow rings: each a step larger,
+    the step shrunk where there are many so the outermost ring stays within `largest` points
+    (a paper-scale figure can stack 27 series on one point)."""
+    if count > 1:
+        step = min(step, (largest - base) / (count - 1))
+    return base + step * layer
+
+
 class Overlaps:
     """Counts how many earlier drawings share a position, so coincident markers and line
     segments are drawn at their true values but each told apart (a step larger, or a tag

@@ -464,6 +464,27 @@ def test_fig4_coincident_lines_keep_their_values_and_tags_sit_apart(capture_figu
     assert "unplanned reports" not in text
 
 
+def test_fig4_many_coincident_rings_stay_within_their_size_cap(capture_figures, tmp_path):
+    """Paper scale stacks up to 27 series on one start point: the rings stay distinct but
+    the outermost is capped, so it cannot spill over the axes."""
+    from rubriclab.carry.figures import FIG4_MARKER_LARGEST
+    rows = []
+    for source in ("hand", "label"):
+        for seed in range(1, 4):
+            for mode in ("free", "fixed_count", "delete_only"):
+                rows += chain(source, mode, seed,
+                              {0: metrics(0, 100, 100), 1: metrics(0, 100, 100)})
+    revisers = [frame(rows).assign(reviser=f"rev/{name}") for name in "abcdefghi"]
+    fig4_self_review_drift(pd.concat(revisers), MAIN, *paths(tmp_path, "fig4many"))
+    ax = capture_figures[-1].axes[0]
+    rings = [line for line in ax.get_lines() if line.get_markerfacecolor() == "none"
+             and len(line.get_xdata()) == 1 and line.get_xdata()[0] == 0
+             and line.get_ydata()[0] == 100.0]
+    sizes = [line.get_markersize() for line in rings]
+    assert len(rings) >= 9 and len(set(sizes)) == len(sizes)
+    assert max(sizes) <= FIG4_MARKER_LARGEST + 1e-9
+
+
 def test_counts_phrase_has_no_plural_after_one():
     from rubriclab.carry.figures import counts_phrase
     assert counts_phrase({"correct": 3, "flawed": 6, "unplanned": 1}) == (

@@ -27,7 +27,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import MaxNLocator, PercentFormatter  # noqa: E402
 from rubriclab.labels import ModelLabels, current_labels
 from rubriclab.plotting import error_lengths as _error
-from rubriclab.plotting import Overlaps, not_available, plural, value_labels
+from rubriclab.plotting import Overlaps, not_available, plural, ring_size, value_labels
 from rubriclab.plotting import save_figure as _save
 from rubriclab.tidy import ensure_unique, require_columns, select
 
@@ -73,7 +73,8 @@ METRIC_COLORS = {"correct_passed": "tab:green", "flawed_caught": "tab:red",
 FIG6_WHISKER_COLOR, FIG6_START_WIDTH = "#222222", 2.4
 METRIC_LINESTYLES = {"correct_passed": "-", "flawed_caught": "--", "unplanned_caught": ":"}
 
-FIG1_MARKER_SIZE, FIG1_MARKER_STEP = 5.0, 4.0  # points; each coincident marker a step larger
+# points; each coincident marker a step larger, the outermost at most FIG1_MARKER_LARGEST
+FIG1_MARKER_SIZE, FIG1_MARKER_STEP, FIG1_MARKER_LARGEST = 5.0, 4.0, 20.0
 
 FIG1_COLUMNS = ["panel", "judge", "source", "rendering", "metric", "value", "low", "high",
                 "n", "n_undetermined"]
@@ -240,7 +241,9 @@ def fig1_strictness(rates: pd.DataFrame, judge_main: str, out_png: Path,
 def _fig1_points(ax, rows: pd.DataFrame, judge_main: str, labels: ModelLabels) -> None:
     wide = rows.pivot(index=["source", "rendering"], columns="metric",
                       values=["value", "low", "high"])
-    overlaps = Overlaps()
+    overlaps, stacked = Overlaps(), Overlaps()
+    for _, point in wide.iterrows():
+        stacked.layer(point[("value", "flawed_caught")], point[("value", "correct_passed")])
     for (source, rendering), point in wide.iterrows():
         x, y = point[("value", "flawed_caught")], point[("value", "correct_passed")]
         xerr = _error(pd.Series([x]), pd.Series([point[("low", "flawed_caught")]]),
@@ -254,7 +257,9 @@ def _fig1_points(ax, rows: pd.DataFrame, judge_main: str, labels: ModelLabels) -
         xerr, yerr = (None if not err.any() else err for err in (xerr, yerr))  # no bare caps
         _unclipped(ax.errorbar([x], [y], xerr=xerr, yerr=yerr, linestyle="none",
                                marker=RENDERING_MARKERS.get(rendering, "x"),
-                               markersize=FIG1_MARKER_SIZE + FIG1_MARKER_STEP * layer,
+                               markersize=ring_size(layer, stacked.count(x, y),
+                                                    FIG1_MARKER_SIZE, FIG1_MARKER_STEP,
+                                                    FIG1_MARKER_LARGEST),
                                markerfacecolor="none", markeredgecolor=color,
                                markeredgewidth=1.1, color=color, capsize=2, elinewidth=0.8,
                                zorder=3 + 0.01 * layer))
@@ -375,7 +380,8 @@ def fig4_self_review_drift(rates: pd.DataFrame, judge_main: str, out_png: Path,
 
 REVISER_MARKERS = ["o", "s", "^", "D", "v", "P"]
 FIG4_LINE_WIDTH = 1.4
-FIG4_MARKER_SIZE, FIG4_MARKER_STEP = 4.5, 3.5  # points; each coincident round point larger
+# points; each coincident round point larger, the outermost at most FIG4_MARKER_LARGEST
+FIG4_MARKER_SIZE, FIG4_MARKER_STEP, FIG4_MARKER_LARGEST = 4.5, 3.5, 15.0
 METRIC_TAGS = {"correct_passed": "*", "flawed_caught": "X", "unplanned_caught": "p"}
 
 
@@ -401,10 +407,12 @@ def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str,
     def segments_of(series):
         x, y = series["round"].to_numpy(float), series["value"].to_numpy(float)
         return list(zip(x[:-1], y[:-1], x[1:], y[1:]))
-    sharing = Overlaps()
+    sharing, stacked = Overlaps(), Overlaps()
     for *_, series in series_list:
         for segment in segments_of(series):
             sharing.layer(*segment)
+        for point in zip(series["round"].to_numpy(float), series["value"].to_numpy(float)):
+            stacked.layer(*point)
     segments, points = Overlaps(), Overlaps()
     for reviser, mode, metric, series in series_list:
         color = MODE_COLORS.get(mode, "black")
@@ -421,7 +429,8 @@ def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str,
         for x0, y0 in zip(x, y):
             layer = points.layer(x0, y0)
             ax.plot([x0], [y0], linestyle="none", marker=_reviser_marker(revisers, reviser),
-                    markersize=FIG4_MARKER_SIZE + FIG4_MARKER_STEP * layer,
+                    markersize=ring_size(layer, stacked.count(x0, y0), FIG4_MARKER_SIZE,
+                                         FIG4_MARKER_STEP, FIG4_MARKER_LARGEST),
                     markerfacecolor="none", markeredgecolor=color, markeredgewidth=1.1,
                     zorder=4, clip_on=False)
         if series["seeds"].max() > 1:
