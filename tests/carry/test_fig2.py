@@ -83,3 +83,25 @@ def test_plot_closes_its_figure(tables, tmp_path):
     before = len(plt.get_fignums())
     plot_fig2(tables, tmp_path / "b.png", tmp_path / "b.pdf", "fake")
     assert len(plt.get_fignums()) == before
+
+
+from tests.figure_labels import capture_figures  # noqa: E402,F401
+
+
+def test_equal_values_of_two_series_show_as_rings_of_different_sizes(capture_figures, tmp_path):
+    table = mean_table(1, 0.0)
+    # the paragraph rendering's caught rate equals the per-check rendering's at length 10
+    equal = table["length"] == 10
+    table.loc[equal & (table["rendering"] == "paragraph"), "flawed_caught"] = float(
+        table.loc[equal & (table["rendering"] == "per_check"), "flawed_caught"].iloc[0])
+    plot_fig2({"summedits": table}, tmp_path / "e.png", tmp_path / "e.pdf", "fake")
+    ax = capture_figures[-1].axes[0]
+    y = float(table.loc[equal, "flawed_caught"].iloc[0])
+    at_point = [line for line in ax.get_lines()
+                if any(x == 10 and v == y for x, v in zip(line.get_xdata(), line.get_ydata()))]
+    series = [line for line in at_point if len(line.get_xdata()) > 1]
+    rings = [line for line in at_point if len(line.get_xdata()) == 1]
+    # (per check, its passed rate is 60 there too): each series after the first a larger ring
+    assert len(series) == 3 and len(rings) == 2
+    assert len({line.get_markersize() for line in at_point}) == 3
+    assert all(line.get_markerfacecolor() == "none" for line in at_point)

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rubriclab.labels import DATASET_TITLES  # noqa: E402
-from rubriclab.plotting import label_words  # noqa: E402
+from rubriclab.plotting import Overlaps, label_words, ring_size  # noqa: E402
 
 FIG2_COLUMNS = [
     "dataset", "rendering", "length", "runs",
@@ -27,6 +27,7 @@ RENDERING_STYLES = {
     "per_check": {"linestyle": "-", "marker": "o", "label": "one call per check"},
     "paragraph": {"linestyle": "--", "marker": "s", "label": "paragraph"},
 }
+FIG2_MARKER_SIZE = 4.5  # points; a ring for each further series at the same point
 RATE_STYLES = {
     "correct_passed": {"color": "tab:green", "label": "{correct} {items} passed"},
     "flawed_caught": {"color": "tab:red", "label": "{flawed} {items} caught"},
@@ -76,22 +77,41 @@ def plot_fig2(tables: dict[str, pd.DataFrame], png: Path, pdf: Path, judge_label
 
 
 def _draw_panel(ax, rows: pd.DataFrame, title: str, words: dict[str, str]) -> None:
-    for rendering, rendering_style in RENDERING_STYLES.items():
-        series = rows[rows["rendering"] == rendering].sort_values("length")
-        if series.empty:
-            continue
-        for rate, rate_style in RATE_STYLES.items():
-            ax.plot(
-                series["length"], series[rate],
-                color=rate_style["color"], linestyle=rendering_style["linestyle"],
-                marker=rendering_style["marker"], markersize=4, clip_on=False,
-                label=f"{rate_style['label'].format(**words)} ({rendering_style['label']})",
+    drawn = [(rendering, rate, rows[rows["rendering"] == rendering].sort_values("length"))
+             for rendering in RENDERING_STYLES for rate in RATE_STYLES]
+    drawn = [entry for entry in drawn if not entry[2].empty]
+
+    def points(series, rate):
+        return [(x, y) for x, y in zip(series["length"], series[rate]) if pd.notna(y)]
+
+    # Hollow markers; a point where an earlier series already has one gets a larger ring
+    # too, so equal values (a rate of one rendering equal to another's) stay visible.
+    stacked, layers = Overlaps(), Overlaps()
+    for _, rate, series in drawn:
+        for point in points(series, rate):
+            stacked.layer(*point)
+    for rendering, rate, series in drawn:
+        rendering_style, rate_style = RENDERING_STYLES[rendering], RATE_STYLES[rate]
+        ax.plot(
+            series["length"], series[rate],
+            color=rate_style["color"], linestyle=rendering_style["linestyle"],
+            marker=rendering_style["marker"], markersize=FIG2_MARKER_SIZE,
+            markerfacecolor="none", clip_on=False,
+            label=f"{rate_style['label'].format(**words)} ({rendering_style['label']})",
+        )
+        for x, y in points(series, rate):
+            layer = layers.layer(x, y)
+            if layer:
+                ax.plot([x], [y], linestyle="none", marker=rendering_style["marker"],
+                        markersize=ring_size(layer, stacked.count(x, y), FIG2_MARKER_SIZE,
+                                             3.0, 12.0),
+                        markerfacecolor="none", markeredgecolor=rate_style["color"],
+                        clip_on=False, zorder=3)
+        if series["runs"].max() > 1:
+            ax.fill_between(
+                series["length"], series[f"{rate}_min"], series[f"{rate}_max"],
+                color=rate_style["color"], alpha=0.12, linewidth=0,
             )
-            if series["runs"].max() > 1:
-                ax.fill_between(
-                    series["length"], series[f"{rate}_min"], series[f"{rate}_max"],
-                    color=rate_style["color"], alpha=0.12, linewidth=0,
-                )
     lengths = sorted(rows["length"].unique())
     ax.set_xticks(lengths)
     ax.set_xlabel("number of checks")
