@@ -158,8 +158,7 @@ class LLMClient:
             if hit is None:
                 misses.append(i)
                 continue
-            results[i] = self._from_cache(request, key, hit.text, hit.prompt_tokens,
-                                          hit.completion_tokens, hit.cost_usd)
+            results[i] = self._from_cache(request, key, hit)
             self._record(results[i])
 
         for model in sorted({requests[i].model for i in misses}):
@@ -170,10 +169,7 @@ class LLMClient:
             if self.config.settings_for(requests[i].model).batch:
                 claim = self._claim(keys[i])
                 if claim.answer is not None:  # answered since the lookup
-                    results[i] = self._from_cache(requests[i], keys[i], claim.answer.text,
-                                                  claim.answer.prompt_tokens,
-                                                  claim.answer.completion_tokens,
-                                                  claim.answer.cost_usd)
+                    results[i] = self._from_cache(requests[i], keys[i], claim.answer)
                     self._record(results[i])
                 elif claim.claimed:
                     self._held.add(keys[i])
@@ -208,10 +204,7 @@ class LLMClient:
                         # Answered since the batch started, or being answered elsewhere?
                         claim = self._claim(key)
                         if claim.answer is not None:
-                            hit = claim.answer
-                            completion = self._from_cache(request, key, hit.text,
-                                                          hit.prompt_tokens,
-                                                          hit.completion_tokens, hit.cost_usd)
+                            completion = self._from_cache(request, key, claim.answer)
                         elif claim.claimed:
                             self._held.add(key)
                             try:
@@ -293,8 +286,7 @@ class LLMClient:
         ordinary calls if it does not parse), else an ordinary call or a failure."""
         hit = self.cache.get(key)
         if hit is not None:  # answered meanwhile (a duplicate request, another job)
-            return self._from_cache(request, key, hit.text, hit.prompt_tokens,
-                                    hit.completion_tokens, hit.cost_usd)
+            return self._from_cache(request, key, hit)
         answer = outcome.answer
         if answer is not None and _usable(request, answer):
             return replace(await self._call(request, key, prior=answer), batch=True)
@@ -395,16 +387,15 @@ class LLMClient:
         if model in self._stops:
             log.error("%s", self._stops[model])
 
-    def _from_cache(self, request: Request, key: str, text: str, prompt_tokens: int,
-                    completion_tokens: int, cost: float | None) -> Completion:
+    def _from_cache(self, request: Request, key: str, hit: CachedAnswer) -> Completion:
         fmt = get_format(request.response_format)
         try:
-            parsed, outcome, error = fmt.parse(text), "ok", ""
+            parsed, outcome, error = fmt.parse(hit.text), "ok", ""
         except UnparseableAnswer as exc:  # cached under an older parser
             parsed, outcome, error = None, "unparseable", str(exc)
-        return Completion(request=request, key=key, outcome=outcome, text=text, parsed=parsed,
-                          usage=Usage(prompt_tokens, completion_tokens), cost_usd=cost,
-                          cached=True, error=error)
+        return Completion(request=request, key=key, outcome=outcome, text=hit.text,
+                          parsed=parsed, usage=Usage(hit.prompt_tokens, hit.completion_tokens),
+                          cost_usd=hit.cost_usd, cached=True, error=error)
 
     def _record(self, completion: Completion) -> None:
         if self.ledger is not None:
