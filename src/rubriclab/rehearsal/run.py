@@ -303,9 +303,9 @@ def main(argv: list[str] | None = None) -> int:
     faults = FaultMix.none() if args.no_faults else FaultMix()
     try:
         rehearse([p.resolve() for p in args.configfile], args.workdir.resolve(),
-                          cores=args.cores, data_mirror=str(Path(args.data_mirror).resolve()),
-                          expect_paper=args.expect == "paper", faults=faults, seed=args.seed,
-                          snakemake_args=snakemake_args)
+                 cores=args.cores, data_mirror=str(Path(args.data_mirror).resolve()),
+                 expect_paper=args.expect == "paper", faults=faults, seed=args.seed,
+                 snakemake_args=snakemake_args)
     except RehearsalFailed as exc:
         print(f"rehearsal failed: {exc}", file=sys.stderr)
         return 1
