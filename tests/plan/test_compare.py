@@ -11,7 +11,7 @@ from rubriclab.plan.compare import bill_against_plan, by_rule, plan_against_ledg
 
 def plan_rows(*rows):
     return pd.DataFrame([dict(rule=r, label=label, model=m, basis=b, requests=n,
-                              prompt_tokens=t, to_pay=n, cost_usd=c)
+                              prompt_tokens=t, to_pay=n, configured_cost_usd=c)
                          for r, label, m, b, n, t, c in rows])
 
 

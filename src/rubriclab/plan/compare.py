@@ -35,7 +35,7 @@ def plan_against_ledger(plan: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFram
     planned = plan.rename(columns={"requests": "planned_requests",
                                    "prompt_tokens": "planned_prompt_tokens",
                                    "to_pay": "planned_to_pay",
-                                   "cost_usd": "planned_cost_usd"})
+                                   "configured_cost_usd": "planned_cost_usd"})
     keep = ["rule", "label", "model", "basis", "planned_requests", "planned_to_pay",
             "planned_prompt_tokens", "planned_cost_usd"]
     both = planned[[c for c in keep if c in planned.columns]].merge(
@@ -137,7 +137,9 @@ def bill_markdown(plan: pd.DataFrame | None, ledger: pd.DataFrame, *,
                   "one before a run.", ""]
         return "\n".join(lines)
     table = bill_against_plan(plan, ledger)
-    lines += [plan_note, "", "| rule | model | planned requests | made | planned to pay | paid "
+    lines += [plan_note, "", "Planned cost: as the config prices each row (batch mode, prompt "
+              "caching where a prefix qualifies, else standard).", "",
+              "| rule | model | planned requests | made | planned to pay | paid "
               "| planned cost | paid cost |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for row in table.itertuples(index=False):
         lines.append(

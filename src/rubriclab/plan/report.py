@@ -30,8 +30,11 @@ PLAN_COLUMNS = [
     "rule", "label", "model", "basis", "requests", "cached", "answered_earlier", "to_pay",
     "prompt_tokens", "prompt_tokens_to_pay", "completion_tokens_to_pay", "cache_qualifying",
     "cache_write_tokens", "cache_read_tokens", "cost_usd", "batch_cost_usd",
-    "prompt_cached_cost_usd", "hours",
+    "prompt_cached_cost_usd", "pricing", "configured_cost_usd", "hours",
 ]
+# How the config has a row's requests priced: llm.per_model.<model>.batch, and prompt_cache
+# (on by default) where a prefix qualifies.
+STANDARD, BATCH, PROMPT_CACHING = "standard", "batch", "prompt caching"
 
 
 # Where the data and the cache are read from changes no request.
@@ -88,18 +91,24 @@ def plan_table(rows: Sequence[PlannedRow], llm: LLMConfig) -> pd.DataFrame:
         prompt, completion = row.prompt_tokens_to_pay, row.completion_tokens_to_pay
         settings = llm.settings_for(row.model)
         seconds = row.to_pay * SECONDS_PER_REQUEST + completion / COMPLETION_TOKENS_PER_S
+        costs = {STANDARD: _price(row.model, prompt, completion),
+                 BATCH: _price(row.model, prompt, completion, batch=True)
+                 if provider_of(row.model) in BATCH_PROVIDERS else math.nan,
+                 PROMPT_CACHING: _price(row.model, prompt, completion,
+                                        cache_read_tokens=caching.read_tokens,
+                                        cache_write_tokens=caching.write_tokens)}
+        pricing = (BATCH if settings.batch
+                   else PROMPT_CACHING if settings.prompt_cache and caching.qualifying
+                   else STANDARD)
         records.append(dict(
             rule=row.rule, label=row.label, model=row.model, basis=row.basis,
             requests=row.requests, cached=row.cached, answered_earlier=row.answered_earlier,
             to_pay=row.to_pay, prompt_tokens=row.prompt_tokens, prompt_tokens_to_pay=prompt,
             completion_tokens_to_pay=completion, cache_qualifying=caching.qualifying,
             cache_write_tokens=caching.write_tokens, cache_read_tokens=caching.read_tokens,
-            cost_usd=_price(row.model, prompt, completion),
-            batch_cost_usd=_price(row.model, prompt, completion, batch=True)
-            if provider_of(row.model) in BATCH_PROVIDERS else math.nan,
-            prompt_cached_cost_usd=_price(row.model, prompt, completion,
-                                          cache_read_tokens=caching.read_tokens,
-                                          cache_write_tokens=caching.write_tokens),
+            cost_usd=costs[STANDARD], batch_cost_usd=costs[BATCH],
+            prompt_cached_cost_usd=costs[PROMPT_CACHING], pricing=pricing,
+            configured_cost_usd=costs[pricing],
             hours=seconds / max(1, settings.concurrency) / 3600,
         ))
     return pd.DataFrame(records, columns=PLAN_COLUMNS)
@@ -117,11 +126,13 @@ def by_rule_and_model(table: pd.DataFrame) -> pd.DataFrame:
     summed = grouped[["requests", "cached", "answered_earlier", "to_pay", "prompt_tokens",
                       "prompt_tokens_to_pay", "completion_tokens_to_pay", "cache_qualifying",
                       "hours"]].sum()
-    for column in ("cost_usd", "batch_cost_usd", "prompt_cached_cost_usd"):
+    for column in ("cost_usd", "batch_cost_usd", "prompt_cached_cost_usd",
+                   "configured_cost_usd"):
         summed[column] = grouped[column].sum(min_count=1).where(
             ~grouped[column].apply(lambda s: s.isna().any()))
-    summed["basis"] = grouped["basis"].agg(
-        lambda s: s.iloc[0] if s.nunique() == 1 else "mixed")
+    for column in ("basis", "pricing"):
+        summed[column] = grouped[column].agg(
+            lambda s: s.iloc[0] if s.nunique() == 1 else "mixed")
     summed["jobs"] = grouped.size()
     return summed.reset_index()
 
@@ -200,6 +211,9 @@ def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
         f"{_total(batch_mixed)}; a batch is answered within {BATCH_WINDOW_H} h.",
         f"- **With prompt caching:** {_total(summary['prompt_cached_cost_usd'])} "
         f"({int(summary['cache_qualifying'].sum()):,} requests qualify).",
+        f"- **As this config runs:** {_total(paid['configured_cost_usd'])} "
+        f"({_pricing_note(table)}); the run's figures/cost_report.md sets its bill beside "
+        "this.",
         f"- **Hours** per model at its concurrency: "
         + ", ".join(f"`{m}` {h:.1f}" for m, h in hours.sort_values(ascending=False).items())
         + (f"; the run takes at least {hours.max():.1f} h (models run side by side)."
@@ -207,6 +221,17 @@ def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
         "",
     ]
     return "\n".join(lines)
+
+
+def _pricing_note(table: pd.DataFrame) -> str:
+    """Which models the config has batched, and which prompt-cached, among those to pay."""
+    to_pay = table[table["to_pay"] > 0]
+    parts = []
+    for pricing, what in ((BATCH, "batch mode for"), (PROMPT_CACHING, "prompt caching for")):
+        models = sorted(set(to_pay.loc[to_pay["pricing"] == pricing, "model"]))
+        if models:
+            parts.append(f"{what} {', '.join(f'`{m}`' for m in models)}")
+    return "; ".join(parts) or "standard prices: no batch mode, no prefix to cache"
 
 
 def write_plan(table: pd.DataFrame, markdown: str, workdir: Path, digest: str) -> list[Path]:
