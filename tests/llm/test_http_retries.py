@@ -86,11 +86,17 @@ def test_unparseable_answers_are_reasked_with_the_instruction_then_reported(tmp_
 
 
 def test_reasked_answer_that_parses_is_cached(tmp_path):
+    ledger_path = tmp_path / "ledger.jsonl"
     with ScriptedOpenAIServer(["Well, yes it is", "Yes"]) as server:
-        with client_for(tmp_path, server) as client:
+        with client_for(tmp_path, server, ledger=Ledger(ledger_path, "t")) as client:
             (answer,) = client.run([judge()])
             assert answer.outcome == "ok" and answer.parsed == "yes" and answer.reasks == 1
             assert client.cache.get(answer.key).text == "Yes"
+    # both askings are paid for (the stub counts 11 prompt tokens a call); the re-ask's are
+    # told apart from the first asking's
+    assert answer.usage.prompt_tokens == 22 and answer.repeat_prompt_tokens == 11
+    row = json.loads(ledger_path.read_text().splitlines()[0])
+    assert row["prompt_tokens"] == 22 and row["repeat_prompt_tokens"] == 11
 
 
 def test_missing_api_key_is_named_before_any_call(tmp_path, monkeypatch):

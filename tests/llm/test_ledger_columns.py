@@ -22,6 +22,7 @@ def test_ledgers_without_the_batch_and_cache_columns_read_as_none_of_either(tmp_
     path.write_text(json.dumps(old) + "\n" + json.dumps(new) + "\n")
     ledger = read_ledgers([path])
     assert ledger["batch"].tolist() == [False, True]
+    assert ledger["repeat_prompt_tokens"].tolist() == [0, 0]
     summary = summarize(ledger)
     row = summary.iloc[0]
     assert (row.batch_calls, row.cache_read_tokens, row.cache_write_tokens) == (1, 6, 2)

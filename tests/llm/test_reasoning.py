@@ -111,6 +111,8 @@ def test_a_cut_off_answer_is_asked_again_with_a_larger_budget_until_it_fits(tmp_
     assert [b.get("max_completion_tokens", b.get("max_tokens")) for _, b in server.bodies] == \
         [204, 408]
     assert again.cached and again.key == answer.key  # cached under the request as asked
+    # the same prompt was paid for twice; the second asking's tokens are told apart
+    assert answer.usage.prompt_tokens == 2 * answer.repeat_prompt_tokens > 0
 
 
 def test_gemini_thinking_by_default_needs_room(tmp_path, server):

@@ -6,7 +6,8 @@ import math
 
 import pandas as pd
 
-from rubriclab.plan.compare import bill_against_plan, by_rule, plan_against_ledger, problems
+from rubriclab.plan.compare import (bill_against_plan, by_rule, comparison_markdown,
+                                    plan_against_ledger, problems)
 
 
 def plan_rows(*rows):
@@ -64,3 +65,20 @@ def test_the_bill_is_what_uncached_calls_cost_and_unknown_when_one_is():
     assert bill.loc["m", "paid_requests"] == 3
     assert math.isclose(bill.loc["m", "paid_cost_usd"], 0.03)
     assert math.isnan(bill.loc["n", "paid_cost_usd"]) and math.isnan(bill.loc["n", "planned_cost_usd"])
+
+
+def test_tokens_of_askings_again_are_shown_on_top_not_held_to_the_plan():
+    """The plan asks each request once: re-asks are what the model's answers cost on top."""
+    plan = plan_rows(("chain", "chain[a]", "m", "estimated", 20, 20_000, 0.1))
+    ledger = pd.DataFrame(ledger_rows("chain[a]", "m", 20, 1000))
+    ledger.loc[:3, "prompt_tokens"] += 2100  # four re-asks resent the conversation
+    ledger["repeat_prompt_tokens"] = 0
+    ledger.loc[:3, "repeat_prompt_tokens"] = 2100
+    both = plan_against_ledger(plan, ledger)
+    assert problems(both) == []
+    row = by_rule(both).iloc[0]
+    assert (row.made_prompt_tokens, row.repeat_prompt_tokens) == (20_000, 8_400)
+    assert "| 20,000 | +0.0% | 8,400 |" in "\n".join(comparison_markdown(both))
+    # held to the plan, the same tokens would be 42% over it
+    ledger["repeat_prompt_tokens"] = 0
+    assert any("+42.0%" in p for p in problems(plan_against_ledger(plan, ledger)))

@@ -412,6 +412,8 @@ class LLMClient:
         deadline = started + settings.deadline_s
         attempts = reasks = doublings = prompt_tokens = completion_tokens = 0
         cache_read = cache_write = 0
+        repeat_prompt_tokens = 0  # of the askings after the first billed one
+        billed_before = False
         cost: float | None = 0.0
         text = error = ""
         sent = request
@@ -425,6 +427,8 @@ class LLMClient:
                     attempts += exhausted.attempts
                     cut = exhausted.cause.answer
                     prompt_tokens += cut.prompt_tokens
+                    repeat_prompt_tokens += cut.prompt_tokens if billed_before else 0
+                    billed_before = True
                     completion_tokens += cut.completion_tokens
                     cache_read += cut.cache_read_tokens
                     cache_write += cut.cache_write_tokens
@@ -444,7 +448,8 @@ class LLMClient:
                     return Completion(request=request, key=key, outcome="unparseable", text="",
                                       usage=Usage(prompt_tokens, completion_tokens, cache_read, cache_write),
                                       cost_usd=cost, latency_s=time.monotonic() - started,
-                                      attempts=attempts, reasks=reasks, error=error)
+                                      attempts=attempts, reasks=reasks, error=error,
+                                      repeat_prompt_tokens=repeat_prompt_tokens)
                 attempts += exhausted.attempts
                 error = f"{type(exhausted.cause).__name__}: {exhausted.cause}"
                 if is_model_fatal(exhausted.cause):
@@ -455,10 +460,13 @@ class LLMClient:
                 return Completion(request=request, key=key, outcome="failed", text=text,
                                   usage=Usage(prompt_tokens, completion_tokens, cache_read, cache_write), cost_usd=cost,
                                   latency_s=time.monotonic() - started, attempts=attempts,
-                                  reasks=reasks, error=error)
+                                  reasks=reasks, error=error,
+                                  repeat_prompt_tokens=repeat_prompt_tokens)
             attempts += used
             text = raw.text
             prompt_tokens += raw.prompt_tokens
+            repeat_prompt_tokens += raw.prompt_tokens if billed_before else 0
+            billed_before = True
             completion_tokens += raw.completion_tokens
             cache_read += raw.cache_read_tokens
             cache_write += raw.cache_write_tokens
@@ -471,7 +479,8 @@ class LLMClient:
                     return Completion(request=request, key=key, outcome="unparseable",
                                       text=text, usage=Usage(prompt_tokens, completion_tokens, cache_read, cache_write),
                                       cost_usd=cost, latency_s=time.monotonic() - started,
-                                      attempts=attempts, reasks=reasks, error=error)
+                                      attempts=attempts, reasks=reasks, error=error,
+                                      repeat_prompt_tokens=repeat_prompt_tokens)
                 reasks += 1
                 messages = messages + [{"role": "assistant", "content": text},
                                        {"role": "user", "content": fmt.reask_instruction}]
@@ -481,7 +490,7 @@ class LLMClient:
             return Completion(request=request, key=key, outcome="ok", text=text, parsed=parsed,
                               usage=Usage(prompt_tokens, completion_tokens, cache_read, cache_write), cost_usd=cost,
                               latency_s=time.monotonic() - started, attempts=attempts,
-                              reasks=reasks)
+                              reasks=reasks, repeat_prompt_tokens=repeat_prompt_tokens)
 
     async def _attempt(self, request: Request, messages: list[dict[str, str]],
                        settings: ModelSettings, deadline: float) -> tuple[RawAnswer, int]:

@@ -24,10 +24,12 @@ from .request import Completion
 LEDGER_COLUMNS = [
     "rule", "model", "key", "cached", "outcome", "prompt_tokens", "completion_tokens",
     "cost_usd", "latency_s", "attempts", "reasks", "error", "run", "batch", "cache_read_tokens",
-    "cache_write_tokens",
+    "cache_write_tokens", "repeat_prompt_tokens",
 ]
-# Columns added later, with the value a ledger written before them means.
-_LATER_COLUMNS = {"batch": False, "cache_read_tokens": 0, "cache_write_tokens": 0}
+# Columns added later, with the value a ledger written before them means (an older ledger
+# did not tell a re-ask's prompt tokens from the first asking's).
+_LATER_COLUMNS = {"batch": False, "cache_read_tokens": 0, "cache_write_tokens": 0,
+                  "repeat_prompt_tokens": 0}
 
 
 def attempts_path(ledger_path: str | Path) -> Path:
@@ -72,6 +74,7 @@ class Ledger:
             "batch": completion.batch,
             "cache_read_tokens": completion.usage.cache_read_tokens,
             "cache_write_tokens": completion.usage.cache_write_tokens,
+            "repeat_prompt_tokens": completion.repeat_prompt_tokens,
         }
         line = json.dumps(row) + "\n"
         self._fh.write(line)

@@ -220,5 +220,8 @@ class Completion:
     latency_s: float = 0.0
     attempts: int = 0
     reasks: int = 0
+    # Of usage.prompt_tokens, those of the askings after the first (re-asks, and askings again
+    # with a doubled budget after a cut-off answer): what the model's misbehaviour cost.
+    repeat_prompt_tokens: int = 0
     error: str = ""
     batch: bool = False  # answered (at first) through the provider's batch API

@@ -26,11 +26,21 @@ def read_plan(path: Path) -> pd.DataFrame:
 
 def plan_against_ledger(plan: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFrame:
     """Per ledger label and model: planned and made requests and prompt tokens. A label only
-    one side has is kept, with zeros on the other (and named in `problems`)."""
-    made = ledger.assign(paid=~ledger["cached"].astype(bool)).groupby(
+    one side has is kept, with zeros on the other (and named in `problems`).
+
+    The plan asks each request once; the prompt tokens of askings again (re-asks of an answer
+    not in the format, a cut-off answer asked again with more room) are what the model's
+    answers cost on top, so they are kept apart (`repeat_prompt_tokens`) from those the plan
+    is held to (`made_prompt_tokens`, the first askings)."""
+    # A ledger written before the column did not tell the askings apart (rubriclab.llm.ledger).
+    repeats = (ledger["repeat_prompt_tokens"] if "repeat_prompt_tokens" in ledger
+               else pd.Series(0, index=ledger.index))
+    made = ledger.assign(paid=~ledger["cached"].astype(bool),
+                         first_prompt_tokens=ledger["prompt_tokens"] - repeats,
+                         repeat_prompt_tokens=repeats).groupby(
         ["rule", "model"], sort=True).agg(
-        made_requests=("key", "size"), made_prompt_tokens=("prompt_tokens", "sum"),
-        paid_requests=("paid", "sum"))
+        made_requests=("key", "size"), made_prompt_tokens=("first_prompt_tokens", "sum"),
+        repeat_prompt_tokens=("repeat_prompt_tokens", "sum"), paid_requests=("paid", "sum"))
     made = made.reset_index().rename(columns={"rule": "label"})
     planned = plan.rename(columns={"requests": "planned_requests",
                                    "prompt_tokens": "planned_prompt_tokens",
@@ -42,7 +52,7 @@ def plan_against_ledger(plan: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFram
         made, on=["label", "model"], how="outer", indicator="side")
     both["rule"] = both["rule"].fillna(both["label"].str.split("[").str[0])
     for column in ("planned_requests", "planned_prompt_tokens", "made_requests",
-                   "made_prompt_tokens", "paid_requests"):
+                   "made_prompt_tokens", "repeat_prompt_tokens", "paid_requests"):
         if column in both:
             both[column] = both[column].fillna(0).astype(int)
     both["basis"] = both["basis"].fillna("unplanned")
@@ -53,7 +63,7 @@ def by_rule(both: pd.DataFrame) -> pd.DataFrame:
     """Per Snakemake rule and model, with the relative differences."""
     grouped = both.groupby(["rule", "model"], sort=True)
     table = grouped[["planned_requests", "made_requests", "planned_prompt_tokens",
-                     "made_prompt_tokens"]].sum()
+                     "made_prompt_tokens", "repeat_prompt_tokens"]].sum()
     table["basis"] = grouped["basis"].agg(lambda s: s.iloc[0] if s.nunique() == 1 else "mixed")
     table["requests_off"] = _relative(table["made_requests"], table["planned_requests"])
     table["prompt_tokens_off"] = _relative(table["made_prompt_tokens"],
@@ -87,20 +97,25 @@ def problems(both: pd.DataFrame) -> list[str]:
         off = abs(row.made_prompt_tokens - row.planned_prompt_tokens)
         if off > max(SMALL_RULE_PROMPT_TOKENS,
                      PROMPT_TOKENS_TOLERANCE * row.planned_prompt_tokens):
-            found.append(f"{row.rule} ({row.model}): {row.made_prompt_tokens:,} prompt tokens, "
-                         f"{row.planned_prompt_tokens:,} planned ({row.prompt_tokens_off:+.1%})")
+            found.append(f"{row.rule} ({row.model}): {row.made_prompt_tokens:,} prompt tokens "
+                         f"of first askings, {row.planned_prompt_tokens:,} planned "
+                         f"({row.prompt_tokens_off:+.1%})")
     return found
 
 
 def comparison_markdown(both: pd.DataFrame) -> list[str]:
     table = by_rule(both)
-    lines = ["| rule | model | basis | planned requests | made | off | planned prompt tokens "
-             "| made | off |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["Made prompt tokens: of each request's first asking, as the plan counts them; "
+             "re-asks and askings again after a cut-off answer are the last column, on top.",
+             "",
+             "| rule | model | basis | planned requests | made | off | planned prompt tokens "
+             "| made | off | asked again |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in table.itertuples(index=False):
         lines.append(
             f"| {row.rule} | `{row.model}` | {row.basis} | {row.planned_requests:,} |"
             f" {row.made_requests:,} | {_pct(row.requests_off)} | {row.planned_prompt_tokens:,} |"
-            f" {row.made_prompt_tokens:,} | {_pct(row.prompt_tokens_off)} |")
+            f" {row.made_prompt_tokens:,} | {_pct(row.prompt_tokens_off)} |"
+            f" {row.repeat_prompt_tokens:,} |")
     return lines
 
 
