@@ -18,7 +18,8 @@ def plan_rows(*rows):
 
 def ledger_rows(label, model, n, tokens_each, cached=0, cost_each=0.01):
     return [dict(rule=label, model=model, key=f"{label}{i}", cached=i < cached, outcome="ok",
-                 prompt_tokens=tokens_each, completion_tokens=1, cost_usd=cost_each)
+                 prompt_tokens=tokens_each, completion_tokens=1, cost_usd=cost_each,
+                 repeat_prompt_tokens=0)
             for i in range(n)]
 
 
@@ -72,7 +73,6 @@ def test_tokens_of_askings_again_are_shown_on_top_not_held_to_the_plan():
     plan = plan_rows(("chain", "chain[a]", "m", "estimated", 20, 20_000, 0.1))
     ledger = pd.DataFrame(ledger_rows("chain[a]", "m", 20, 1000))
     ledger.loc[:3, "prompt_tokens"] += 2100  # four re-asks resent the conversation
-    ledger["repeat_prompt_tokens"] = 0
     ledger.loc[:3, "repeat_prompt_tokens"] = 2100
     both = plan_against_ledger(plan, ledger)
     assert problems(both) == []

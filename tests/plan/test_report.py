@@ -65,7 +65,8 @@ def test_the_bill_is_set_beside_the_price_the_config_pays():
     markdown = plan_markdown(table, config_name="c.yaml", digest="d", free_text_share=0.25)
     assert f"batch mode for `{MINI}`; prompt caching for `{SONNET}`" in markdown
     ledger = [dict(rule=f"judge[{SONNET}]", model=SONNET, key=f"k{i}", cached=False,
-                   outcome="ok", prompt_tokens=1, completion_tokens=1, cost_usd=0.001)
+                   outcome="ok", prompt_tokens=1, completion_tokens=1, cost_usd=0.001,
+                   repeat_prompt_tokens=0)
               for i in range(20)]
     bill = bill_against_plan(table, pd.DataFrame(ledger)).set_index("model")
     assert bill.loc[SONNET, "planned_cost_usd"] == table.set_index("model").loc[

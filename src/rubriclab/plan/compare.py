@@ -32,12 +32,10 @@ def plan_against_ledger(plan: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFram
     not in the format, a cut-off answer asked again with more room) are what the model's
     answers cost on top, so they are kept apart (`repeat_prompt_tokens`) from those the plan
     is held to (`made_prompt_tokens`, the first askings)."""
-    # A ledger written before the column did not tell the askings apart (rubriclab.llm.ledger).
-    repeats = (ledger["repeat_prompt_tokens"] if "repeat_prompt_tokens" in ledger
-               else pd.Series(0, index=ledger.index))
+    # (read_ledgers gives a ledger written before the column 0 repeats: it did not tell them.)
     made = ledger.assign(paid=~ledger["cached"].astype(bool),
-                         first_prompt_tokens=ledger["prompt_tokens"] - repeats,
-                         repeat_prompt_tokens=repeats).groupby(
+                         first_prompt_tokens=ledger["prompt_tokens"]
+                         - ledger["repeat_prompt_tokens"]).groupby(
         ["rule", "model"], sort=True).agg(
         made_requests=("key", "size"), made_prompt_tokens=("first_prompt_tokens", "sum"),
         repeat_prompt_tokens=("repeat_prompt_tokens", "sum"), paid_requests=("paid", "sum"))
