@@ -391,12 +391,31 @@ def test_bad_arguments_are_refused(tmp_path):
     items = fake_items(tmp_path, {"a": 3})
     with pytest.raises(ValueError, match="short_theme"):
         sample(items, short_theme="ignore")
-    with pytest.raises(ValueError, match="needs a top_up table"):
-        sample(items, short_theme="top_up", top_up=None)
     with pytest.raises(ValueError, match="per_theme"):
         sample(items, per_theme=0)
     with pytest.raises(ValueError, match="themes"):
         sample(items, themes=["a", "a"])
+
+
+def test_top_up_without_a_table_draws_as_usual_when_no_theme_is_short(tmp_path):
+    # The hub's full HealthBench: paper.yaml asks for top_up, but no theme is short and the
+    # partial file, which exists only in a data mirror, is not there.
+    items = fake_items(tmp_path, {"a": 8, "b": 6})
+    drawn, left_out, manifest = sample(items, short_theme="top_up", top_up=None)
+    as_error, left_as_error, _ = sample(items, short_theme="error")
+    pd.testing.assert_frame_equal(drawn, as_error)
+    pd.testing.assert_frame_equal(left_out, left_as_error)
+    assert manifest["top_up_items"] == 0
+    assert manifest["short_themes"] == {} and manifest["topped_up"] == {}
+    assert manifest["left_out"]["top_up"] == {}
+
+
+def test_top_up_without_a_table_raises_for_a_short_theme(tmp_path):
+    items = fake_items(tmp_path, {"a": 8, "b": 3})
+    with pytest.raises(ValueError, match="b: requested 5, available 3; short_theme is top_up, "
+                                         "but there is no top-up table") as caught:
+        sample(items, short_theme="top_up", top_up=None)
+    assert "data mirror" in str(caught.value)
 
 
 def test_top_up_that_is_still_short_raises(tmp_path):

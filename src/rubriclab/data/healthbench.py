@@ -327,7 +327,9 @@ def sample_by_theme(
          short theme t are ordered by ``default_rng([seed, zlib.crc32(t), 1]).permutation``
          and the first (per_theme - available) are taken. Logged as a WARNING, recorded in
          ``topped_up`` and ``short_themes``. Those rows keep ``rubric_tags_available`` False.
-         If even then a theme is short, ValueError.
+         If even then a theme is short, ValueError. ``top_up`` may be None (the full
+         HealthBench from its hub, where no theme is short and the partial file does not
+         exist): then a short theme is a ValueError, as under "error".
     ``duplicates`` (default ``items.attrs["duplicates"]`` from ``load_healthbench``) are the
     rows the loader dropped; they are listed in ``left_out`` and counted in the manifest.
 
@@ -340,8 +342,6 @@ def sample_by_theme(
     _check_seed(seed)
     if short_theme not in SHORT_THEME_POLICIES:
         raise ValueError(f"short_theme must be one of {list(SHORT_THEME_POLICIES)}, got {short_theme!r}")
-    if short_theme == "top_up" and top_up is None:
-        raise ValueError("short_theme='top_up' needs a top_up table (load_srh_partial)")
     excluded = set(exclude_ids)
     if duplicates is None:
         duplicates = items.attrs.get("duplicates", [])
@@ -359,9 +359,13 @@ def sample_by_theme(
         if len(pool) < per_theme:
             short[theme] = {"requested": int(per_theme), "available": int(len(pool))}
 
+    detail = "; ".join(f"{t}: requested {s['requested']}, available {s['available']}" for t, s in short.items())
     if short and short_theme == "error":
-        detail = "; ".join(f"{t}: requested {s['requested']}, available {s['available']}" for t, s in short.items())
         raise ValueError(f"healthbench: too few eligible items for {len(short)} theme(s): {detail}")
+    if short and short_theme == "top_up" and top_up is None:
+        raise ValueError(f"healthbench: too few eligible items for {len(short)} theme(s): {detail}; "
+                         "short_theme is top_up, but there is no top-up table to fill them from "
+                         "(datasets.healthbench.top_up_files are read only from a data mirror)")
     for theme, counts in short.items():
         if short_theme == "take_all":
             log.warning("healthbench: theme %s has %d eligible items, %d requested; "
@@ -369,7 +373,7 @@ def sample_by_theme(
 
     top, top_reasons, top_taken = None, None, pd.Index([], dtype=int)
     topped_up: dict[str, int] = {}
-    if short_theme == "top_up":
+    if short_theme == "top_up" and top_up is not None:
         _check_items(top_up, "top_up")
         top = top_up.sort_values("item_id", kind="stable").reset_index(drop=True)
         top_taken, top_reasons = _top_up(top, items, excluded, themes, short, per_theme, seed, topped_up)
