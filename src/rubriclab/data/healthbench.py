@@ -359,13 +359,13 @@ def sample_by_theme(
         if len(pool) < per_theme:
             short[theme] = {"requested": int(per_theme), "available": int(len(pool))}
 
-    detail = "; ".join(f"{t}: requested {s['requested']}, available {s['available']}" for t, s in short.items())
-    if short and short_theme == "error":
+    no_top_up = short_theme == "top_up" and top_up is None
+    if short and (short_theme == "error" or no_top_up):
+        detail = "; ".join(f"{t}: requested {s['requested']}, available {s['available']}" for t, s in short.items())
+        if no_top_up:
+            detail += ("; short_theme is top_up, but there is no top-up table to fill them from "
+                       "(datasets.healthbench.top_up_files are read only from a data mirror)")
         raise ValueError(f"healthbench: too few eligible items for {len(short)} theme(s): {detail}")
-    if short and short_theme == "top_up" and top_up is None:
-        raise ValueError(f"healthbench: too few eligible items for {len(short)} theme(s): {detail}; "
-                         "short_theme is top_up, but there is no top-up table to fill them from "
-                         "(datasets.healthbench.top_up_files are read only from a data mirror)")
     for theme, counts in short.items():
         if short_theme == "take_all":
             log.warning("healthbench: theme %s has %d eligible items, %d requested; "
