@@ -6,7 +6,7 @@ from rubriclab.llm import Request
 from rubriclab.llm.tokens import prompt_tokens
 from rubriclab.plan import planner as planner_module
 from rubriclab.plan.planner import COUNT_EVERY_UP_TO, SAMPLES_PER_LARGE_BATCH, Planner, StandIn
-from rubriclab.rehearsal.answers import answer, served_name
+from rubriclab.llm.standins import answer, served_name
 
 MODEL = "anthropic/claude-sonnet-4-5-20250929"
 

@@ -35,6 +35,7 @@ from typing import Any
 from rubriclab.llm.client import answered_by
 from rubriclab.llm.formats import UnparseableAnswer, get_format
 from rubriclab.llm.request import Completion, Request, Usage
+from rubriclab.llm.standins import answer, served_name
 from rubriclab.llm.tokens import prompt_tokens
 
 from .dag import PlannedJob, Workflow
@@ -56,8 +57,8 @@ THINKING_SHARE = 0.25
 
 @dataclass
 class StandIn:
-    """What answers a request the cache cannot: the rehearsal's answer model
-    (rubriclab.rehearsal.answers), which answers every request format of the pipeline with a
+    """What answers a request the cache cannot: the stand-in answers the rehearsal's server
+    gives too (rubriclab.llm.standins), which answers every request format of the pipeline with a
     valid answer of the papers' shape (rubrics as long as asked, one verdict per criterion).
 
     Free-text answers (responses, edited responses) are where a real model differs most from
@@ -75,8 +76,6 @@ class StandIn:
     _askings: collections.Counter = field(default_factory=collections.Counter, repr=False)
 
     def answer(self, request: Request) -> str:
-        from rubriclab.rehearsal.answers import answer, served_name
-
         known = self._answers.get(request)
         if known is not None:
             return known
