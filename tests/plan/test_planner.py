@@ -113,12 +113,12 @@ with LLMClient(LLMConfig()) as client:
                                          max_tokens=64)])
 Path(snakemake.output[0]).write_text(rubric.text or "")
 """
-JUDGE = f"""
+JUDGE = """
 from pathlib import Path
 from rubriclab.llm import LLMClient, LLMConfig, Request
 checks = [c for c in Path(snakemake.input[0]).read_text().splitlines() if c.strip()]
 with LLMClient(LLMConfig()) as client:
-    client.run([Request.chat("fake/hash", [{{"role": "user", "content": f"Check: {{c}}"}}],
+    client.run([Request.chat("fake/hash", [{"role": "user", "content": f"Check: {c}"}],
                              max_tokens=4) for c in checks])
 Path(snakemake.output[0]).write_text(str(len(checks)))
 """

@@ -18,8 +18,8 @@ from .settings import ModelPrice
 # Providers whose batch API charges half the standard price (OpenAI: "50% cost discount compared
 # to synchronous APIs", platform.openai.com/docs/guides/batch; Anthropic: "Batch processing is
 # priced at 50% of standard API prices", docs.anthropic.com/en/docs/build-with-claude/
-# batch-processing; Gemini: "Batch Mode is priced at 50% of the standard interactive API cost",
-# ai.google.dev/gemini-api/docs/batch-mode). Used only where neither the configured price nor
+# batch-processing; Gemini's Batch Mode: half the interactive price, ai.google.dev/gemini-api/
+# docs/batch-mode, as litellm's map has it). Used only where neither the configured price nor
 # the price map has a batch rate of its own; for other providers such a batch price is unknown.
 HALF_PRICE_BATCH_PROVIDERS = frozenset({"openai", "anthropic", "gemini"})
 PER_MILLION = 1e-6
@@ -35,7 +35,7 @@ def is_free(model: str) -> bool:
 
 
 def _litellm() -> Any:
-    from .backends import import_litellm
+    from .backends import import_litellm  # (backends imports this module: not at the top)
 
     return import_litellm()
 

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rubriclab.llm import standins
 from rubriclab.llm.client import answered_by
 from rubriclab.llm.formats import UnparseableAnswer, get_format
 from rubriclab.llm.pricing import thinking_cap
 from rubriclab.llm.request import Completion, Request, Usage
-from rubriclab.llm.standins import answer, served_name
 from rubriclab.llm.tokens import prompt_tokens
 
 from .dag import PlannedJob, Workflow
@@ -62,8 +62,8 @@ THINKING_SHARES = {"low": 0.10, "expected": 0.25, "high": 1.0}
 @dataclass
 class StandIn:
     """What answers a request the cache cannot: the stand-in answers the rehearsal's server
-    gives too (rubriclab.llm.standins), which answers every request format of the pipeline with a
-    valid answer of the papers' shape (rubrics as long as asked, one verdict per criterion).
+    gives too (rubriclab.llm.standins), a valid answer to every request format of the pipeline
+    of the papers' shape (rubrics as long as asked, one verdict per criterion).
 
     Free-text answers (responses, edited responses) are where a real model differs most from
     it: with `free_text_share` set, they are taken to fill that share of their token budget
@@ -83,12 +83,12 @@ class StandIn:
         known = self._answers.get(request)
         if known is not None:
             return known
-        served, messages = served_name(request.model), request.message_dicts()
+        served, messages = standins.served_name(request.model), request.message_dicts()
         prompt = hashlib.sha256(json.dumps([served, messages], ensure_ascii=False)
                                 .encode("utf-8")).digest()
         nth = self._askings[prompt]
         self._askings[prompt] += 1
-        _, text = answer(messages, served, nth)
+        _, text = standins.answer(messages, served, nth)
         if self.free_text_share is not None and get_format(request.response_format).free_text:
             words = max(1, int(request.max_tokens * self.free_text_share * 0.75))
             text = f"{text} {_filler(words)}"
