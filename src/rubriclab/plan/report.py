@@ -199,7 +199,7 @@ def _known(series: pd.Series) -> bool:
 
 
 def _sum(series: pd.Series) -> str:
-    return f"${series.sum():,.2f}" if _known(series) else "no total: a price is unknown"
+    return f"${series.sum():,.2f}" if _known(series) else "no total: a price is unknown (below)"
 
 
 def _range(low: pd.Series, expected: pd.Series, high: pd.Series) -> str:
