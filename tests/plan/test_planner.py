@@ -5,8 +5,10 @@ import dataclasses
 from rubriclab.llm import Request
 from rubriclab.llm.tokens import prompt_tokens
 from rubriclab.plan import planner as planner_module
-from rubriclab.plan.planner import COUNT_EVERY_UP_TO, SAMPLES_PER_LARGE_BATCH, Planner, StandIn
-from rubriclab.rehearsal.answers import answer, served_name
+from rubriclab.plan.dag import PlannedJob, Workflow
+from rubriclab.plan.planner import (COUNT_EVERY_UP_TO, SAMPLES_PER_LARGE_BATCH, THINKING_SHARES,
+                                    Planner, StandIn, plan_workflow)
+from rubriclab.llm.standins import answer, served_name
 
 MODEL = "anthropic/claude-sonnet-4-5-20250929"
 
@@ -81,3 +83,77 @@ def test_a_large_batch_is_counted_on_a_sample(monkeypatch):
     exact = sum(prompt_tokens(r.model, r.message_dicts()) for r in requests)
     planned = planner.tokens(row_key, planner.rows[row_key].prompt_chars)
     assert abs(planned - exact) <= 0.02 * exact
+
+
+def test_thinking_is_counted_from_each_efforts_budget():
+    """Gemini 2.5 Flash judging at medium effort may think 2,048 tokens (litellm's budget),
+    not its 4,096-token room; the expected share of that is billed."""
+    flash = "gemini/gemini-2.5-flash"
+    requests = [Request.chat(flash, [{"role": "user", "content": f"Is {i} even? Yes or No."}],
+                             max_tokens=4, reasoning_effort="medium", reasoning_tokens=4096)
+                for i in range(10)]
+    planner = Planner(StandIn(), use_cache=False)
+    planner.answer(_Client(), requests, "transfer_judge")
+    totals = planner.rows[("", "transfer_judge", flash)]
+    assert totals.thinking_cap_to_pay == 10 * 2048
+    # on top of the answers' own tokens (every answer is sampled here)
+    assert totals.answers_sampled == 10 and totals.completion_tokens_to_pay == (
+        totals.answer_tokens_sampled + round(THINKING_SHARES["expected"] * 10 * 2048))
+
+
+# The staged plan: outputs already made (and up to date) are read as they are.
+
+RUBRIC_PROMPT = "Write a checklist for the summary below, one check a line.\n\nThe summary."
+GENERATE = f"""
+from pathlib import Path
+from rubriclab.llm import LLMClient, LLMConfig, Request
+prompt = {RUBRIC_PROMPT!r}
+with LLMClient(LLMConfig()) as client:
+    (rubric,) = client.run([Request.chat("fake/hash", [{{"role": "user", "content": prompt}}],
+                                         max_tokens=64)])
+Path(snakemake.output[0]).write_text(rubric.text or "")
+"""
+JUDGE = """
+from pathlib import Path
+from rubriclab.llm import LLMClient, LLMConfig, Request
+checks = [c for c in Path(snakemake.input[0]).read_text().splitlines() if c.strip()]
+with LLMClient(LLMConfig()) as client:
+    client.run([Request.chat("fake/hash", [{"role": "user", "content": f"Check: {c}"}],
+                             max_tokens=4) for c in checks])
+Path(snakemake.output[0]).write_text(str(len(checks)))
+"""
+
+
+def _job(index, rule, script, inputs, outputs, needs, needs_run=True):
+    from snakemake.iocontainers import Namedlist
+
+    return PlannedJob(index=index, rule=rule, wildcards=Namedlist(), params=Namedlist(
+        fromdict={"calls": ["fake/hash"]}), input=Namedlist(toclone=inputs),
+        output=Namedlist(toclone=outputs), log=Namedlist(), resources=Namedlist(),
+        script=script, needs=needs, needs_run=needs_run)
+
+
+def _two_jobs(tmp_path, rubric_made: bool) -> Workflow:
+    (tmp_path / "generate.py").write_text(GENERATE)
+    (tmp_path / "judge.py").write_text(JUDGE)
+    jobs = [_job(0, "generate", tmp_path / "generate.py", [], ["rubric.txt"], (),
+                 needs_run=not rubric_made),
+            _job(1, "judge", tmp_path / "judge.py", ["rubric.txt"], ["verdicts.txt"], (0,))]
+    return Workflow(jobs=jobs, config={}, workdir=tmp_path)
+
+
+def test_a_plan_after_the_rubrics_are_made_judges_the_real_rubrics(tmp_path):
+    """Without the rubric, the judging is planned on the stand-in rubric's checks; with a
+    rubric the run made (its job up to date, as Snakemake sees it), on that rubric's 11."""
+    stand_in = StandIn().answer(Request.chat("fake/hash", [{"role": "user",
+                                                            "content": RUBRIC_PROMPT}],
+                                             max_tokens=64))
+    on_stand_ins = plan_workflow(_two_jobs(tmp_path, rubric_made=False), StandIn())
+    judged = {r.rule: r for r in on_stand_ins}["judge"]
+    assert judged.requests == len([c for c in stand_in.splitlines() if c.strip()]) != 11
+    assert judged.basis == "estimated"
+    (tmp_path / "rubric.txt").write_text("\n".join(f"{i}. Check {i}." for i in range(11)))
+    staged = plan_workflow(_two_jobs(tmp_path, rubric_made=True), StandIn())
+    judged = {r.rule: r for r in staged}["judge"]
+    assert judged.requests == 11 and judged.basis == "exact"
+    assert not (tmp_path / "verdicts.txt").exists()  # the plan writes only in its shadow

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
+import pytest
 
 from rubriclab.llm import Request
 from rubriclab.llm.pricing import price
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.plan.compare import bill_against_plan
-from rubriclab.plan.planner import PlannedRow
-from rubriclab.plan.report import plan_markdown, plan_table
+from rubriclab.plan.planner import THINKING_SHARES, PlannedRow
+from rubriclab.plan.report import (COMPLETION_TOKENS_PER_S, SECONDS_PER_REQUEST, plan_markdown,
+                                   plan_table)
 
 SONNET = "anthropic/claude-sonnet-4-5-20250929"
 MINI = "openai/gpt-4o-mini-2024-07-18"
@@ -71,3 +74,105 @@ def test_the_bill_is_set_beside_the_price_the_config_pays():
     bill = bill_against_plan(table, pd.DataFrame(ledger)).set_index("model")
     assert bill.loc[SONNET, "planned_cost_usd"] == table.set_index("model").loc[
         SONNET, "configured_cost_usd"]
+
+
+OPUS = "anthropic/claude-opus-4-1-20250805"
+OPUS_PRICE = {"input": 15, "output": 75, "cache_write": 18.75, "cache_read": 1.5}
+
+
+def thinking_row(model: str, n: int, cap_each: int, rule: str = "judge") -> PlannedRow:
+    row = judged(model, n)
+    expected = round(THINKING_SHARES["expected"] * cap_each * n)
+    return replace(row, rule=rule, label=f"{rule}[{model}]",
+                   completion_tokens_to_pay=row.completion_tokens_to_pay + expected,
+                   thinking_tokens_cap=cap_each * n)
+
+
+def markdown_for(rows, llm: dict) -> tuple[pd.DataFrame, str]:
+    table = plan_table(rows, LLMConfig.from_dict(llm))
+    return table, plan_markdown(table, config_name="c.yaml", digest="d", free_text_share=0.25)
+
+
+def test_a_configured_price_prices_the_plan():
+    llm = {"per_model": {OPUS: {"price": OPUS_PRICE, "prompt_cache": False}}}
+    table, markdown = markdown_for([judged(OPUS, 20)], llm)
+    opus = table.iloc[0]
+    assert opus["price_source"] == "config"
+    assert opus["cost_usd"] == pytest.approx(1e-6 * (15 * opus["prompt_tokens_to_pay"]
+                                                     + 75 * opus["completion_tokens_to_pay"]))
+    assert f"US dollars per million tokens: `{OPUS}`" in markdown  # named as configured
+
+
+def test_an_unknown_price_prints_no_total_and_names_the_model_and_the_key():
+    table, markdown = markdown_for([judged(OPUS, 20), judged(MINI, 20)], {})
+    assert table.set_index("model").loc[OPUS, "price_source"] == "unknown"
+    assert "at least" not in markdown and "≥" not in markdown
+    bullets = [line for line in markdown.splitlines() if line.startswith("- **")]
+    standard = next(b for b in bullets if b.startswith("- **Standard:**"))
+    configured = next(b for b in bullets if b.startswith("- **As this config runs:**"))
+    assert "no total" in standard and "$" not in standard.split(" for ")[0]
+    assert "no total" in configured
+    unknown = next(b for b in bullets if b.startswith("- **Unknown price:**"))
+    assert f"`{OPUS}` (judge)" in unknown and "llm.per_model.<model>.price" in unknown
+    assert MINI not in unknown
+
+
+def test_with_every_price_known_the_plan_prints_its_totals_and_their_range():
+    llm = {"per_model": {OPUS: {"price": OPUS_PRICE}}}
+    rows = [thinking_row(OPUS, 20, 2048), thinking_row("gemini/gemini-2.5-flash", 30, 1024),
+            thinking_row("openai/gpt-5", 10, 8192)]
+    table, markdown = markdown_for(rows, llm)
+    assert "no total" not in markdown and "Unknown price" not in markdown
+    for prefix in ("cost", "batch_cost", "configured_cost"):
+        low, expected, high = (table[f"{prefix}_low_usd"], table[f"{prefix}_usd"],
+                               table[f"{prefix}_high_usd"])
+        known = expected.notna()  # (batch: only where the model layer has a batch API)
+        assert known.any() and (low[known] < expected[known]).all()
+        assert (expected[known] < high[known]).all()
+    configured = next(line for line in markdown.splitlines()
+                      if line.startswith("- **As this config runs:**"))
+    total = table["configured_cost_usd"].sum()
+    assert (f"${total:,.2f} (low ${table['configured_cost_low_usd'].sum():,.2f}, "
+            f"high ${table['configured_cost_high_usd'].sum():,.2f})") in configured
+    # the assumption is stated, with the thinking it puts on the bill
+    assert f"expected {THINKING_SHARES['expected']:.0%} of the cap" in markdown
+    assert f"{int(table['thinking_tokens_to_pay'].sum()):,} expected thinking tokens" in markdown
+
+
+def test_high_is_every_request_thinking_to_its_cap():
+    (row,) = [thinking_row("gemini/gemini-2.5-flash", 10, 2048)]
+    table = plan_table([row], LLMConfig())
+    answers = row.completion_tokens_to_pay - round(THINKING_SHARES["expected"] * 10 * 2048)
+    assert table.iloc[0]["cost_high_usd"] == pytest.approx(
+        price("gemini/gemini-2.5-flash", row.prompt_tokens_to_pay, answers + 10 * 2048))
+
+
+def test_hours_are_the_models_requests_and_tokens_of_every_rule_over_its_limits():
+    rows = [judged(MINI, 600), replace(judged(MINI, 1200), rule="other", label="other")]
+    tokens = sum(r.prompt_tokens_to_pay + r.completion_tokens_to_pay for r in rows)
+    by_requests = {"per_model": {MINI: {"requests_per_minute": 100,
+                                        "tokens_per_minute": 10 * tokens}}}
+    table = plan_table(rows, LLMConfig.from_dict(by_requests))
+    # 1,800 requests at 100 a minute: 18 minutes, the two rules sharing the limit
+    assert table["hours"].sum() == pytest.approx(1800 / 100 / 60)
+    assert list(table["hours"]) == pytest.approx([600 / 100 / 60, 1200 / 100 / 60])
+    assert set(table["hours_bound"]) == {"requests_per_minute"}
+    by_tokens = {"per_model": {MINI: {"requests_per_minute": 10_000,
+                                      "tokens_per_minute": tokens / 30}}}
+    table = plan_table(rows, LLMConfig.from_dict(by_tokens))
+    assert table["hours"].sum() == pytest.approx(30 / 60)
+    assert set(table["hours_bound"]) == {"tokens_per_minute"}
+    # no limit: at the model's concurrency, as before
+    table = plan_table(rows, LLMConfig.from_dict({"defaults": {"concurrency": 4}}))
+    seconds = sum(r.to_pay * SECONDS_PER_REQUEST
+                  + r.completion_tokens_to_pay / COMPLETION_TOKENS_PER_S for r in rows)
+    assert table["hours"].sum() == pytest.approx(seconds / 4 / 3600)
+    assert set(table["hours_bound"]) == {"concurrency"}
+
+
+def test_the_hours_line_states_the_batch_window_beside_the_hours():
+    llm = {"per_model": {MINI: {"batch": True, "requests_per_minute": 100}}}
+    _, markdown = markdown_for([judged(MINI, 600), judged(SONNET, 10)], llm)
+    hours = next(line for line in markdown.splitlines() if line.startswith("- **Hours**"))
+    assert f"`{MINI}` 0.1 (requests a minute)" in hours and "(concurrency)" in hours
+    assert f"(`{MINI}`)" in hours and "up to 24 h a batch" in hours

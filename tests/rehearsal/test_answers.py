@@ -1,4 +1,4 @@
-"""rubriclab.rehearsal.answers against one request of every request builder of the pipeline.
+"""rubriclab.llm.standins against one request of every request builder of the pipeline.
 
 The rehearsal server sees only a request's messages, so `infer_format` reads the response format
 off the prompt text. Each case below builds one request with the pipeline's own builder (the
@@ -34,7 +34,7 @@ from rubriclab.carry.sources import (
 )
 from rubriclab.llm import Request
 from rubriclab.llm.formats import UnparseableAnswer, get_format
-from rubriclab.rehearsal.answers import answer, infer_format
+from rubriclab.llm.standins import answer, infer_format
 from rubriclab.rehearsal.server import _JSON_FORMATS, REFUSAL
 from rubriclab.transfer import pipeline as TP
 from rubriclab.transfer import prompts as TPR

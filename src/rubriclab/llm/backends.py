@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .fake import fake_answer, parse_fake_model
 from .formats import get_format
+from .pricing import price
 from .request import Request
 from .settings import LLMConfig, ModelSettings
 
@@ -267,8 +268,17 @@ class Backends:
         )
 
     def _cost(self, model: str, response: Any) -> float | None:
-        """The call's price from litellm's price map; None (unknown, never $0) for a model the
-        map does not price (litellm's completion_cost returns 0.0 for some of them)."""
+        """The call's price: the model's configured price (llm.per_model.<model>.price) where
+        it has one, else litellm's price map; None (unknown, never $0) for a model the map does
+        not price (litellm's completion_cost returns 0.0 for some of them)."""
+        configured = self.config.settings_for(model).price
+        if configured is not None:
+            usage = getattr(response, "usage", None)
+            read, written = prompt_cache_tokens(usage)
+            return price(model, int(getattr(usage, "prompt_tokens", 0) or 0),
+                         int(getattr(usage, "completion_tokens", 0) or 0),
+                         cache_read_tokens=read, cache_write_tokens=written,
+                         configured=configured)
         if model not in self._priced:
             try:
                 info = self.litellm.get_model_info(model=model)

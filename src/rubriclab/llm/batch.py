@@ -294,7 +294,7 @@ class BatchRunner:
                     log.warning("[batch %s] result for unknown request %r ignored",
                                 job.batch_id, key)
                     continue
-                outcomes[key] = _outcome(job, result)
+                outcomes[key] = _outcome(job, result, settings)
         reason = _batch_errors(batch)
         missing = BatchOutcome(None, f"batch {job.batch_id} of {job.model} ended {status} "
                                      f"without an answer to this request{reason}", job.batch_id)
@@ -357,7 +357,7 @@ def _batch_errors(batch: Any) -> str:
     return f" ({'; '.join(messages[:3])})" if messages else ""
 
 
-def _outcome(job: BatchJob, result: dict[str, Any]) -> BatchOutcome:
+def _outcome(job: BatchJob, result: dict[str, Any], settings: ModelSettings) -> BatchOutcome:
     response = result.get("response") or {}
     error = result.get("error")
     body = response.get("body") or {}
@@ -376,7 +376,8 @@ def _outcome(job: BatchJob, result: dict[str, Any]) -> BatchOutcome:
         text=(choice.get("message") or {}).get("content") or "",
         prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
         cost_usd=price(job.model, prompt_tokens, completion_tokens, batch=True,
-                       cache_read_tokens=read, cache_write_tokens=written),
+                       cache_read_tokens=read, cache_write_tokens=written,
+                       configured=settings.price),
         finish_reason=str(choice.get("finish_reason") or "stop"),
         cache_read_tokens=read, cache_write_tokens=written), batch_id=job.batch_id)
 

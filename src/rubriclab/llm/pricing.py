@@ -1,8 +1,10 @@
-"""What a call costs, from litellm's price map: standard, as a batch, and with cached prompt tokens.
+"""What a call costs: standard, as a batch, and with cached prompt tokens; and how much a request
+may think.
 
-Used by the client for batch answers (a batch result is not a completion response that
-litellm's completion_cost could price) and by `rubriclab plan` before any call. A model the map
-does not price costs None (unknown), never $0; `fake/` and `local/` models cost $0.
+Prices come from the model's configured price (`llm.per_model.<model>.price`, a ModelPrice)
+where it has one, else from litellm's price map. Used by the client for ordinary calls and
+batch answers, and by `rubriclab plan` before any call. A model with neither costs None
+(unknown), never $0; `fake/` and `local/` models cost $0.
 """
 
 from __future__ import annotations
@@ -10,14 +12,17 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from .backends import import_litellm
+from .request import Request
+from .settings import ModelPrice
 
 # Providers whose batch API charges half the standard price (OpenAI: "50% cost discount compared
 # to synchronous APIs", platform.openai.com/docs/guides/batch; Anthropic: "Batch processing is
 # priced at 50% of standard API prices", docs.anthropic.com/en/docs/build-with-claude/
-# batch-processing). Used only where the price map has no *_batches rate of its own; for other
-# providers a batch price the map does not give stays unknown.
-HALF_PRICE_BATCH_PROVIDERS = frozenset({"openai", "anthropic"})
+# batch-processing; Gemini's Batch Mode: half the interactive price, ai.google.dev/gemini-api/
+# docs/batch-mode, as litellm's map has it). Used only where neither the configured price nor
+# the price map has a batch rate of its own; for other providers such a batch price is unknown.
+HALF_PRICE_BATCH_PROVIDERS = frozenset({"openai", "anthropic", "gemini"})
+PER_MILLION = 1e-6
 
 
 def provider_of(model: str) -> str:
@@ -29,9 +34,15 @@ def is_free(model: str) -> bool:
     return model.startswith(("fake/", "local/"))
 
 
+def _litellm() -> Any:
+    from .backends import import_litellm  # (backends imports this module: not at the top)
+
+    return import_litellm()
+
+
 @lru_cache(maxsize=None)
 def _model_info(model: str) -> dict[str, Any] | None:
-    litellm = import_litellm()
+    litellm = _litellm()
     try:
         info = dict(litellm.get_model_info(model=model))
     except Exception:  # noqa: BLE001 - litellm raises several kinds for a model not in its map
@@ -41,10 +52,12 @@ def _model_info(model: str) -> dict[str, Any] | None:
     return info
 
 
-def is_priced(model: str, *, batch: bool = False) -> bool:
+def is_priced(model: str, *, batch: bool = False, configured: ModelPrice | None = None) -> bool:
     """Whether `price` knows this model's price (as a batch request with `batch`)."""
     if is_free(model):
         return True
+    if configured is not None:
+        return not batch or _configured_batch_rates(model, configured) is not None
     info = _model_info(model)
     if info is None:
         return False
@@ -54,14 +67,16 @@ def is_priced(model: str, *, batch: bool = False) -> bool:
 
 
 def price(model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False,
-          cache_read_tokens: int = 0, cache_write_tokens: int = 0) -> float | None:
+          cache_read_tokens: int = 0, cache_write_tokens: int = 0,
+          configured: ModelPrice | None = None) -> float | None:
     """Dollars for one call; None when the price is unknown.
 
     `prompt_tokens` counts every prompt token, those read from and written to the provider's
     prompt cache included (as litellm's usage.prompt_tokens does); `cache_read_tokens` and
-    `cache_write_tokens` say how many of them were, and are priced at the map's cache rates.
-    With `batch`, the map's *_batches rates, else half the standard rates for the providers
-    of HALF_PRICE_BATCH_PROVIDERS (litellm's batch_cost_calculator does exactly this).
+    `cache_write_tokens` say how many of them were, and are priced at the cache rates.
+    `configured` (the model's settings' `price`) replaces litellm's price map. With `batch`,
+    the batch rates, else half the standard rates for the providers of
+    HALF_PRICE_BATCH_PROVIDERS (litellm's batch_cost_calculator does exactly this).
     """
     if min(prompt_tokens, completion_tokens, cache_read_tokens, cache_write_tokens) < 0:
         raise ValueError(f"token counts must be >= 0, got prompt {prompt_tokens}, completion "
@@ -72,9 +87,12 @@ def price(model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool
                          f"tokens are more than the {prompt_tokens} prompt tokens they are part of")
     if is_free(model):
         return 0.0
+    if configured is not None:
+        return _configured_price(model, configured, prompt_tokens, completion_tokens, batch,
+                                 cache_read_tokens, cache_write_tokens)
     if not is_priced(model, batch=batch):
         return None
-    litellm = import_litellm()
+    litellm = _litellm()
     from litellm.cost_calculator import batch_cost_calculator
     from litellm.types.utils import Usage
 
@@ -87,3 +105,87 @@ def price(model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool
     else:
         prompt_cost, completion_cost = litellm.cost_per_token(model=model, usage_object=usage)
     return float(prompt_cost) + float(completion_cost)
+
+
+def _configured_batch_rates(model: str, configured: ModelPrice) -> tuple[float, float] | None:
+    half = provider_of(model) in HALF_PRICE_BATCH_PROVIDERS
+    rates = []
+    for given, standard in ((configured.batch_input, configured.input),
+                            (configured.batch_output, configured.output)):
+        if given is None and not half:
+            return None
+        rates.append(standard / 2 if given is None else given)
+    return rates[0], rates[1]
+
+
+def _configured_price(model: str, configured: ModelPrice, prompt_tokens: int,
+                      completion_tokens: int, batch: bool, cache_read_tokens: int,
+                      cache_write_tokens: int) -> float | None:
+    """A configured price (ModelPrice, dollars per million tokens). A batch's cache rates are
+    the standard cache rates at the batch's discount on input (Anthropic's discounts stack)."""
+    input_rate, output_rate = configured.input, configured.output
+    discount = 1.0
+    if batch:
+        rates = _configured_batch_rates(model, configured)
+        if rates is None:
+            return None
+        discount = rates[0] / input_rate if input_rate else 1.0
+        input_rate, output_rate = rates
+    if cache_write_tokens and configured.cache_write is None:
+        return None
+    read_rate = (configured.input if configured.cache_read is None
+                 else configured.cache_read) * discount
+    write_rate = (configured.cache_write or 0.0) * discount
+    uncached = prompt_tokens - cache_read_tokens - cache_write_tokens
+    return PER_MILLION * (uncached * input_rate + cache_read_tokens * read_rate
+                          + cache_write_tokens * write_rate + completion_tokens * output_rate)
+
+
+def thinking_cap(request: Request) -> int:
+    """The most thinking tokens one asking of `request` can be billed for (as completion
+    tokens): the thinking budget litellm sends for the request's reasoning effort where the
+    provider takes one (Gemini 2.5, Anthropic), else the model's room for thinking
+    (`reasoning_tokens`); never more than the whole completion budget.
+
+    litellm 1.110 maps efforts to budgets in llms/vertex_ai/gemini/
+    vertex_and_google_ai_studio_gemini.py (`_map_reasoning_effort_to_thinking_budget`:
+    minimal -> 1 on 2.5 Flash, 512 on Flash-Lite, 128 on Pro; low / medium / high -> 1,024 /
+    2,048 / 4,096) and llms/anthropic/chat/transformation.py (`_map_reasoning_effort`: the same
+    three, minimal -> 1,024, Anthropic's least); the numbers are litellm.constants'. Claude
+    thinks only when asked (no effort: 0); DeepSeek's chat model thinks only when given an
+    effort, with no budget (llms/deepseek/chat/transformation.py); OpenAI, xAI and OpenRouter
+    models take no budget, so their room bounds them.
+    """
+    provider, effort = provider_of(request.model), request.reasoning_effort
+    name = request.model.lower()
+    if provider == "anthropic":
+        cap = _effort_budgets(request.model)[effort] if effort else 0
+    elif provider in ("gemini", "vertex_ai") and "gemini-2.5" in name and effort:
+        cap = _effort_budgets(request.model)[effort]
+    elif provider == "deepseek" and not effort:
+        cap = 0
+    else:
+        cap = request.reasoning_tokens
+    return max(0, min(cap, request.budget))
+
+
+@lru_cache(maxsize=None)
+def _effort_budgets(model: str) -> dict[str, int]:
+    _litellm()
+    from litellm import constants as c
+
+    name = model.lower()
+    if provider_of(model) == "anthropic":
+        minimal = max(c.DEFAULT_REASONING_EFFORT_MINIMAL_THINKING_BUDGET,
+                      c.ANTHROPIC_MIN_THINKING_BUDGET_TOKENS)
+    elif "gemini-2.5-flash-lite" in name:
+        minimal = c.DEFAULT_REASONING_EFFORT_MINIMAL_THINKING_BUDGET_GEMINI_2_5_FLASH_LITE
+    elif "gemini-2.5-pro" in name:
+        minimal = c.DEFAULT_REASONING_EFFORT_MINIMAL_THINKING_BUDGET_GEMINI_2_5_PRO
+    elif "gemini-2.5-flash" in name:
+        minimal = c.DEFAULT_REASONING_EFFORT_MINIMAL_THINKING_BUDGET_GEMINI_2_5_FLASH
+    else:
+        minimal = c.DEFAULT_REASONING_EFFORT_MINIMAL_THINKING_BUDGET
+    return {"minimal": minimal, "low": c.DEFAULT_REASONING_EFFORT_LOW_THINKING_BUDGET,
+            "medium": c.DEFAULT_REASONING_EFFORT_MEDIUM_THINKING_BUDGET,
+            "high": c.DEFAULT_REASONING_EFFORT_HIGH_THINKING_BUDGET}

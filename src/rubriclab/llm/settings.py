@@ -4,6 +4,7 @@ role (`RoleSettings`), which LLMClient writes into the requests of that role."""
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -13,8 +14,54 @@ DEFAULT_CACHE_DIR = Path(".cache/rubriclab")
 
 
 @dataclass(frozen=True)
+class ModelPrice:
+    """A model's price in US dollars per million tokens (`llm.per_model.<model>.price`); it
+    replaces litellm's price map for that model everywhere: the plan, batch answers, ordinary
+    calls (rubriclab.llm.pricing reads it).
+
+    Where a rate is not given: a batch is half the standard rate for providers whose batch API
+    is documented at half price (rubriclab.llm.pricing.HALF_PRICE_BATCH_PROVIDERS), else its
+    price is unknown; a prompt token read from the provider's cache costs the input rate (the
+    most any provider bills for one, so a bill is never understated), and one written to it
+    makes the call's price unknown (Anthropic bills writes above the input rate).
+    """
+
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None
+    batch_input: float | None = None
+    batch_output: float | None = None
+
+    @classmethod
+    def from_dict(cls, values: Any, where: str) -> ModelPrice:
+        if not isinstance(values, dict):
+            raise ValueError(f"{where}: a price is a mapping of US dollars per million tokens "
+                             f"(input, output, ...), got {values!r}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(f"{where}: unknown price key(s) {unknown}; known: {known}")
+        missing = [k for k in ("input", "output") if values.get(k) is None]
+        if missing:
+            raise ValueError(f"{where}: {' and '.join(missing)} must be given (US dollars per "
+                             "million tokens)")
+        for key, value in values.items():
+            if value is None and key not in ("input", "output"):
+                continue
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                    or not math.isfinite(value) or value < 0):
+                raise ValueError(f"{where}.{key}: a price is a number >= 0 of US dollars per "
+                                 f"million tokens, got {value!r}")
+        return cls(**{k: None if v is None else float(v) for k, v in values.items()})
+
+
+@dataclass(frozen=True)
 class ModelSettings:
     concurrency: int = 4
+    # Shared by every job of the run: requests and tokens (prompt + completion) per minute for this model at the provider; None: no limit.
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
     timeout_s: float = 120.0
     num_retries: int = 4
     backoff_s: float = 1.0
@@ -60,6 +107,8 @@ class ModelSettings:
     # Mark the prefix a request shares with others of its batch cacheable where the provider
     # caches only what is marked (Anthropic); transport only, never part of the key.
     prompt_cache: bool = True
+    # US dollars per million tokens, over litellm's price map (ModelPrice); per model only.
+    price: ModelPrice | None = None
 
 
 @dataclass(frozen=True)
@@ -121,8 +170,14 @@ class LLMConfig:
             unknown = set(values) - known
             if unknown:
                 raise ValueError(f"{where}: unknown model setting(s) {sorted(unknown)}")
+            if values.get("price") is not None:
+                values = {**values, "price": ModelPrice.from_dict(values["price"],
+                                                                  f"{where}.price")}
             return replace(base, **values)
 
+        if (raw.get("defaults") or {}).get("price") is not None:
+            raise ValueError("llm.defaults: price is set per model (llm.per_model.<model>."
+                             "price), in US dollars per million tokens")
         defaults = settings(ModelSettings(), raw.get("defaults") or {}, "llm.defaults")
         if defaults.batch:
             raise ValueError("llm.defaults: batch: true is set per model (llm.per_model.<model>."

@@ -8,11 +8,20 @@ answer (fetching and preparing the data: the same files the run makes), then pla
 job by running its own script against stand-in answers (rubriclab.plan.planner). It prints a
 table per rule and model and writes figures/plan.md and results/plan/plan.csv in the working
 directory; the cost report puts the bill beside that plan.
+
+A staged plan: outputs a run has already made in the working directory (-d), and that Snakemake
+would not make again, are read as they are. Generating transfer's rubrics is cheap, so
+
+    snakemake --configfile config/paper.yaml --cores 4 --until transfer_generate
+    rubriclab plan --configfile config/paper.yaml --data-mirror ../shared/data
+
+plans the judging on the real rubrics' criteria rather than on stand-in rubrics.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import sys
 import time
 from pathlib import Path
@@ -48,8 +57,10 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
     table.attrs["workdir"] = str(workflow.workdir)  # runs/<name>/ for a named run
     digest = config_digest(workflow.config)
     name = ", ".join(str(p) for p in configfiles) or "config/config.yaml"
+    finished = collections.Counter(job.rule for job in workflow.jobs
+                                   if job.calls_model and not job.needs_run)
     markdown = plan_markdown(table, config_name=name, digest=digest,
-                             free_text_share=free_text_share)
+                             free_text_share=free_text_share, finished_jobs=finished)
     return table, markdown, digest
 
 
@@ -82,7 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
                         help="overrides, as for snakemake --config")
     parser.add_argument("-d", "--directory", type=Path, default=Path("."),
-                        help="the run's working directory (default: here)")
+                        help="the run's working directory (default: here); outputs a run has "
+                             "made there and Snakemake would not make again are planned on "
+                             "as they are (a staged plan)")
     parser.add_argument("-s", "--snakefile", type=Path, default=None,
                         help="default: the Snakefile of this checkout")
     parser.add_argument("--data-mirror", default=None,

@@ -32,8 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rubriclab.llm import standins
 from rubriclab.llm.client import answered_by
 from rubriclab.llm.formats import UnparseableAnswer, get_format
+from rubriclab.llm.pricing import thinking_cap
 from rubriclab.llm.request import Completion, Request, Usage
 from rubriclab.llm.tokens import prompt_tokens
 
@@ -48,17 +50,20 @@ from .dag import PlannedJob, Workflow
 # with its order (transfer's judging, response by criterion: 7% short at k = 1,078).
 COUNT_EVERY_UP_TO = 1000
 SAMPLES_PER_LARGE_BATCH = 200
-# A reasoning model is taken to spend this share of its room for thinking
-# (llm.per_model.<model>.reasoning_tokens) on each answer: providers bill thinking as
-# completion tokens, and how much a model thinks is known only once it has.
-THINKING_SHARE = 0.25
+# How much of its thinking cap (rubriclab.llm.pricing.thinking_cap: the effort's thinking
+# budget where the provider takes one, else the model's reasoning_tokens room) a request is
+# taken to spend: providers bill thinking as completion tokens, and how much a model thinks is
+# known only once it has. Low: a short thought; expected: a quarter of the cap (short answers
+# such as verdicts rarely need the whole budget); high: every request thinks to its cap, the
+# most the run can be billed.
+THINKING_SHARES = {"low": 0.10, "expected": 0.25, "high": 1.0}
 
 
 @dataclass
 class StandIn:
-    """What answers a request the cache cannot: the rehearsal's answer model
-    (rubriclab.rehearsal.answers), which answers every request format of the pipeline with a
-    valid answer of the papers' shape (rubrics as long as asked, one verdict per criterion).
+    """What answers a request the cache cannot: the stand-in answers the rehearsal's server
+    gives too (rubriclab.llm.standins), a valid answer to every request format of the pipeline
+    of the papers' shape (rubrics as long as asked, one verdict per criterion).
 
     Free-text answers (responses, edited responses) are where a real model differs most from
     it: with `free_text_share` set, they are taken to fill that share of their token budget
@@ -75,17 +80,15 @@ class StandIn:
     _askings: collections.Counter = field(default_factory=collections.Counter, repr=False)
 
     def answer(self, request: Request) -> str:
-        from rubriclab.rehearsal.answers import answer, served_name
-
         known = self._answers.get(request)
         if known is not None:
             return known
-        served, messages = served_name(request.model), request.message_dicts()
+        served, messages = standins.served_name(request.model), request.message_dicts()
         prompt = hashlib.sha256(json.dumps([served, messages], ensure_ascii=False)
                                 .encode("utf-8")).digest()
         nth = self._askings[prompt]
         self._askings[prompt] += 1
-        _, text = answer(messages, served, nth)
+        _, text = standins.answer(messages, served, nth)
         if self.free_text_share is not None and get_format(request.response_format).free_text:
             words = max(1, int(request.max_tokens * self.free_text_share * 0.75))
             text = f"{text} {_filler(words)}"
@@ -108,18 +111,18 @@ class RowTotals:
     answered_earlier: int = 0    # the same request made by an earlier job of this run
     prompt_chars: int = 0
     prompt_chars_to_pay: int = 0
-    to_pay_thinking: float = 0.0
+    thinking_cap_to_pay: int = 0
     answers_sampled: int = 0
     answer_tokens_sampled: int = 0
     requests_list: list[Request] = field(default_factory=list)
 
     @property
     def completion_tokens_to_pay(self) -> int:
-        """Thinking, and answers as long as the stand-in answers sampled (4 characters a
-        token)."""
+        """Thinking (the expected share of its cap), and answers as long as the stand-in
+        answers sampled (4 characters a token)."""
         to_pay = len(self.requests_list)
         mean = self.answer_tokens_sampled / self.answers_sampled if self.answers_sampled else 0
-        return round(to_pay * mean + self.to_pay_thinking)
+        return round(to_pay * mean + THINKING_SHARES["expected"] * self.thinking_cap_to_pay)
 
 
 @dataclass
@@ -171,7 +174,7 @@ class Planner:
                 totals.answered_earlier += 1
             else:
                 totals.prompt_chars_to_pay += chars
-                totals.to_pay_thinking += request.reasoning_tokens * THINKING_SHARE
+                totals.thinking_cap_to_pay += thinking_cap(request)
                 totals.requests_list.append(request)
                 if self.answers_needed or sampled:
                     text = self.stand_in.answer(request)
@@ -223,8 +226,14 @@ class PlannedRow:
     to_pay: int
     prompt_tokens: int           # of every request (as the ledger counts them)
     prompt_tokens_to_pay: int
-    completion_tokens_to_pay: int
+    completion_tokens_to_pay: int   # thinking at its expected share (THINKING_SHARES)
     to_pay_requests: list[Request] = field(default_factory=list, repr=False)
+    thinking_tokens_cap: int = 0    # the most the requests to pay can think, together
+
+    def completion_tokens_at(self, share: float) -> int:
+        """Completion tokens to pay with thinking at `share` of its cap."""
+        return max(0, self.completion_tokens_to_pay
+                   + round((share - THINKING_SHARES["expected"]) * self.thinking_tokens_cap))
 
 
 def plan_workflow(workflow: Workflow, stand_in: StandIn, cache: Any = None) -> list[PlannedRow]:
@@ -271,7 +280,8 @@ def plan_workflow(workflow: Workflow, stand_in: StandIn, cache: Any = None) -> l
             prompt_tokens_to_pay=planner.tokens((rule, label, model),
                                                 totals.prompt_chars_to_pay),
             completion_tokens_to_pay=totals.completion_tokens_to_pay,
-            to_pay_requests=totals.requests_list))
+            to_pay_requests=totals.requests_list,
+            thinking_tokens_cap=totals.thinking_cap_to_pay))
     return rows
 
 

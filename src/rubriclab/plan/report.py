@@ -13,17 +13,18 @@ from typing import Any
 import pandas as pd
 
 from rubriclab.llm.batch import BATCH_PROVIDERS
-from rubriclab.llm.pricing import is_free, price, provider_of
+from rubriclab.llm.pricing import is_free, is_priced, price, provider_of
 from rubriclab.llm.prompt_cache import cacheable_prefixes, min_cacheable_tokens, prefix_text
 from rubriclab.llm.settings import LLMConfig
 
-from .planner import PlannedRow
+from .planner import THINKING_SHARES, PlannedRow
 
-# Hours assume each request takes SECONDS_PER_REQUEST plus its completion tokens at
+# Without rate limits (llm.per_model.<model>.requests_per_minute / tokens_per_minute), hours
+# assume each request takes SECONDS_PER_REQUEST plus its completion tokens at
 # COMPLETION_TOKENS_PER_S, `concurrency` at a time per model (llm.defaults / per_model).
 SECONDS_PER_REQUEST = 1.0
 COMPLETION_TOKENS_PER_S = 50.0
-# OpenAI's and Anthropic's batch APIs promise results within 24 hours.
+# OpenAI's, Anthropic's and Gemini's batch APIs promise results within 24 hours.
 BATCH_WINDOW_H = 24
 
 PLAN_COLUMNS = [
@@ -31,10 +32,18 @@ PLAN_COLUMNS = [
     "prompt_tokens", "prompt_tokens_to_pay", "completion_tokens_to_pay", "cache_qualifying",
     "cache_write_tokens", "cache_read_tokens", "cost_usd", "batch_cost_usd",
     "prompt_cached_cost_usd", "pricing", "configured_cost_usd", "hours",
+    # thinking (expected share of the cap, and the cap), the range, and where prices come from
+    "thinking_tokens_to_pay", "thinking_tokens_cap", "cost_low_usd", "cost_high_usd",
+    "batch_cost_low_usd", "batch_cost_high_usd", "configured_cost_low_usd",
+    "configured_cost_high_usd", "price_source", "hours_bound",
 ]
 # How the config has a row's requests priced: llm.per_model.<model>.batch, and prompt_cache
 # (on by default) where a prefix qualifies.
 STANDARD, BATCH, PROMPT_CACHING = "standard", "batch", "prompt caching"
+COST_COLUMNS = ("cost_usd", "batch_cost_usd", "prompt_cached_cost_usd", "configured_cost_usd",
+                "cost_low_usd", "cost_high_usd", "batch_cost_low_usd", "batch_cost_high_usd",
+                "configured_cost_low_usd", "configured_cost_high_usd")
+PRICE_KEY = "llm.per_model.<model>.price"
 
 
 # Where the data and the cache are read from changes no request.
@@ -88,30 +97,74 @@ def plan_table(rows: Sequence[PlannedRow], llm: LLMConfig) -> pd.DataFrame:
     records = []
     for row in rows:
         caching = prompt_caching(row)
-        prompt, completion = row.prompt_tokens_to_pay, row.completion_tokens_to_pay
+        prompt = row.prompt_tokens_to_pay
         settings = llm.settings_for(row.model)
-        seconds = row.to_pay * SECONDS_PER_REQUEST + completion / COMPLETION_TOKENS_PER_S
-        costs = {STANDARD: _price(row.model, prompt, completion),
-                 BATCH: _price(row.model, prompt, completion, batch=True)
-                 if provider_of(row.model) in BATCH_PROVIDERS else math.nan,
-                 PROMPT_CACHING: _price(row.model, prompt, completion,
-                                        cache_read_tokens=caching.read_tokens,
-                                        cache_write_tokens=caching.write_tokens)}
+        configured = settings.price
+        batchable = provider_of(row.model) in BATCH_PROVIDERS
         pricing = (BATCH if settings.batch
                    else PROMPT_CACHING if settings.prompt_cache and caching.qualifying
                    else STANDARD)
+        costs = {}
+        for level, share in THINKING_SHARES.items():
+            completion = row.completion_tokens_at(share)
+            costs[level] = {
+                STANDARD: _price(row.model, prompt, completion, configured=configured),
+                BATCH: _price(row.model, prompt, completion, batch=True, configured=configured)
+                if batchable else math.nan,
+                PROMPT_CACHING: _price(row.model, prompt, completion,
+                                       cache_read_tokens=caching.read_tokens,
+                                       cache_write_tokens=caching.write_tokens,
+                                       configured=configured)}
+        expected = costs["expected"]
+        source = ("free" if is_free(row.model) else "config" if configured is not None
+                  else "litellm" if is_priced(row.model) else "unknown")
         records.append(dict(
             rule=row.rule, label=row.label, model=row.model, basis=row.basis,
             requests=row.requests, cached=row.cached, answered_earlier=row.answered_earlier,
             to_pay=row.to_pay, prompt_tokens=row.prompt_tokens, prompt_tokens_to_pay=prompt,
-            completion_tokens_to_pay=completion, cache_qualifying=caching.qualifying,
-            cache_write_tokens=caching.write_tokens, cache_read_tokens=caching.read_tokens,
-            cost_usd=costs[STANDARD], batch_cost_usd=costs[BATCH],
-            prompt_cached_cost_usd=costs[PROMPT_CACHING], pricing=pricing,
-            configured_cost_usd=costs[pricing],
-            hours=seconds / max(1, settings.concurrency) / 3600,
+            completion_tokens_to_pay=row.completion_tokens_to_pay,
+            cache_qualifying=caching.qualifying, cache_write_tokens=caching.write_tokens,
+            cache_read_tokens=caching.read_tokens, cost_usd=expected[STANDARD],
+            batch_cost_usd=expected[BATCH], prompt_cached_cost_usd=expected[PROMPT_CACHING],
+            pricing=pricing, configured_cost_usd=expected[pricing], hours=math.nan,
+            thinking_tokens_to_pay=round(THINKING_SHARES["expected"] * row.thinking_tokens_cap),
+            thinking_tokens_cap=row.thinking_tokens_cap,
+            cost_low_usd=costs["low"][STANDARD], cost_high_usd=costs["high"][STANDARD],
+            batch_cost_low_usd=costs["low"][BATCH], batch_cost_high_usd=costs["high"][BATCH],
+            configured_cost_low_usd=costs["low"][pricing],
+            configured_cost_high_usd=costs["high"][pricing], price_source=source,
+            hours_bound="",
         ))
-    return pd.DataFrame(records, columns=PLAN_COLUMNS)
+    table = pd.DataFrame(records, columns=PLAN_COLUMNS)
+    _add_hours(table, llm)
+    return table
+
+
+def _add_hours(table: pd.DataFrame, llm: LLMConfig) -> None:
+    """Hours without batch mode. A model's rate limits hold for the whole run (every job of
+    the model shares them), so its requests and tokens are summed over all its rules and
+    divided by the limit that binds; each row gets its share of that time. A model with no
+    limit set: at its concurrency, as one job at a time (`SECONDS_PER_REQUEST`,
+    `COMPLETION_TOKENS_PER_S`)."""
+    for model, rows in table.groupby("model").groups.items():
+        part = table.loc[rows]
+        settings = llm.settings_for(model)
+        tokens = part["prompt_tokens_to_pay"] + part["completion_tokens_to_pay"]
+        by_limit = {}
+        if settings.requests_per_minute:
+            by_limit["requests_per_minute"] = part["to_pay"] / settings.requests_per_minute / 60
+        if settings.tokens_per_minute:
+            by_limit["tokens_per_minute"] = tokens / settings.tokens_per_minute / 60
+        if by_limit:
+            bound = max(by_limit, key=lambda name: by_limit[name].sum())
+            hours = by_limit[bound]
+        else:
+            bound = "concurrency"
+            seconds = (part["to_pay"] * SECONDS_PER_REQUEST
+                       + part["completion_tokens_to_pay"] / COMPLETION_TOKENS_PER_S)
+            hours = seconds / max(1, settings.concurrency) / 3600
+        table.loc[rows, "hours"] = hours.astype(float)
+        table.loc[rows, "hours_bound"] = bound
 
 
 def _price(model: str, prompt: int, completion: int, **kind: Any) -> float:
@@ -125,12 +178,11 @@ def by_rule_and_model(table: pd.DataFrame) -> pd.DataFrame:
     grouped = table.groupby(["rule", "model"], sort=True)
     summed = grouped[["requests", "cached", "answered_earlier", "to_pay", "prompt_tokens",
                       "prompt_tokens_to_pay", "completion_tokens_to_pay", "cache_qualifying",
-                      "hours"]].sum()
-    for column in ("cost_usd", "batch_cost_usd", "prompt_cached_cost_usd",
-                   "configured_cost_usd"):
+                      "thinking_tokens_to_pay", "thinking_tokens_cap", "hours"]].sum()
+    for column in COST_COLUMNS:
         summed[column] = grouped[column].sum(min_count=1).where(
             ~grouped[column].apply(lambda s: s.isna().any()))
-    for column in ("basis", "pricing"):
+    for column in ("basis", "pricing", "price_source", "hours_bound"):
         summed[column] = grouped[column].agg(
             lambda s: s.iloc[0] if s.nunique() == 1 else "mixed")
     summed["jobs"] = grouped.size()
@@ -142,22 +194,31 @@ def _dollars(value: float) -> str:
         else f"${value:,.2f}"
 
 
-def _total(series: pd.Series, where: pd.Series | None = None) -> str:
-    """A column's total: unknown if any part of it is (with the known part shown)."""
-    values = series if where is None else series[where]
-    known = values.dropna().sum()
-    unknown = int(values.isna().sum())
-    if unknown:
-        return f"≥ ${known:,.2f} + {unknown} rows unknown"
-    return f"${known:,.2f}"
+def _known(series: pd.Series) -> bool:
+    return not series.isna().any()
+
+
+def _sum(series: pd.Series) -> str:
+    return f"${series.sum():,.2f}" if _known(series) else "no total: a price is unknown (below)"
+
+
+def _range(low: pd.Series, expected: pd.Series, high: pd.Series) -> str:
+    """A total at the expected thinking with the low and high beside it; no total where any
+    part is unknown (an "at least" is no bill)."""
+    if not (_known(low) and _known(expected) and _known(high)):
+        return "no total: a price is unknown (below)"
+    return f"${expected.sum():,.2f} (low ${low.sum():,.2f}, high ${high.sum():,.2f})"
 
 
 def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
-                  free_text_share: float | None) -> str:
+                  free_text_share: float | None, finished_jobs: Mapping[str, int] | None = None
+                  ) -> str:
     summary = by_rule_and_model(table)
     paid = summary[summary["to_pay"] > 0]
     batch_capable = {m for m in table["model"]
                      if not is_free(m) and provider_of(m) in BATCH_PROVIDERS}
+    configured = sorted(set(table.loc[table["price_source"] == "config", "model"]))
+    shares = THINKING_SHARES
     lines = [
         f"# Plan: {config_name}",
         "",
@@ -168,16 +229,31 @@ def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
         "(revisions, responses, edits, the agent's turns)"
         + (f", free-text answers taken to fill {free_text_share:.0%} of their budget."
            if free_text_share is not None else ", the rehearsal's own answers.")
-        + " Prompt tokens: litellm's counter for the model. Dollars: litellm's price map; "
-        "unknown where it has no price (never $0). Batch: the provider's batch API "
-        "(`llm.per_model.<model>.batch: true`), n/a where litellm cannot submit one "
-        f"(it can for: {', '.join(sorted(BATCH_PROVIDERS))}). Prompt caching: "
-        "Anthropic prefixes long enough to cache, marked by the model layer. Hours at the "
-        f"configured concurrency, {SECONDS_PER_REQUEST:g} s a request plus "
-        f"{COMPLETION_TOKENS_PER_S:g} completion tokens a second.",
+        + _finished_note(finished_jobs)
+        + " Prompt tokens: litellm's counter for the model. Dollars: the model's configured "
+        f"price (`{PRICE_KEY}`, US dollars per million tokens"
+        + (f": {', '.join(f'`{m}`' for m in configured)}" if configured else "")
+        + "; where it gives no cache_read, cached input is priced at its input rate, the most "
+        "a provider bills), else litellm's price map; unknown where neither prices it (never "
+        "$0). Batch: the provider's batch API (`llm.per_model.<model>.batch: true`), n/a "
+        "where the model layer cannot submit one (it can for: "
+        f"{', '.join(sorted(BATCH_PROVIDERS))}). Prompt caching: Anthropic prefixes long "
+        "enough to cache, marked by the model layer.",
+        "",
+        "Thinking tokens, billed as completion tokens, are the one large assumption: each "
+        "request's cap is the thinking budget litellm sends for its reasoning effort (Gemini "
+        "2.5 and Anthropic: low / medium / high 1,024 / 2,048 / 4,096; minimal 1 on Gemini "
+        "2.5 Flash), else the model's room for thinking (`reasoning_tokens`: OpenAI, xAI, "
+        "OpenRouter models; DeepSeek's chat model only when given an effort; Claude without "
+        "an effort does not think). Every dollar below is at the expected "
+        f"{shares['expected']:.0%} of the cap, with the low ({shares['low']:.0%}) and high "
+        f"({shares['high']:.0%}: every request thinks to its cap) totals beside it: "
+        f"{int(summary['thinking_tokens_to_pay'].sum()):,} expected thinking tokens of "
+        f"{int(summary['completion_tokens_to_pay'].sum()):,} completion tokens to pay, at "
+        f"most {int(summary['thinking_tokens_cap'].sum()):,}.",
         "",
         "| rule | model | basis | jobs | requests | cached | earlier | to pay | prompt tokens "
-        "| completion tokens | cost | batch | prompt caching (qualifying) | hours |",
+        "| completion tokens (thinking) | cost | batch | prompt caching (qualifying) | hours |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in summary.itertuples(index=False):
@@ -187,40 +263,107 @@ def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
         lines.append(
             f"| {r.rule} | `{r.model}` | {r.basis} | {r.jobs} | {r.requests:,} | {r.cached:,} |"
             f" {r.answered_earlier:,} | {r.to_pay:,} | {r.prompt_tokens_to_pay:,} |"
-            f" {r.completion_tokens_to_pay:,} | {_dollars(r.cost_usd)} |"
+            f" {r.completion_tokens_to_pay:,} ({r.thinking_tokens_to_pay:,}) |"
+            f" {_dollars(r.cost_usd)} |"
             f" {'n/a' if math.isnan(r.batch_cost_usd) else _dollars(r.batch_cost_usd)} |"
             f" {caching} | {r.hours:.2f} |")
     totals = summary[["requests", "cached", "answered_earlier", "to_pay",
-                      "prompt_tokens_to_pay", "completion_tokens_to_pay"]].sum()
+                      "prompt_tokens_to_pay", "completion_tokens_to_pay",
+                      "thinking_tokens_to_pay"]].sum()
     lines.append(
         f"| **total** | | | {summary['jobs'].sum()} | {totals.requests:,} | {totals.cached:,} |"
         f" {totals.answered_earlier:,} | {totals.to_pay:,} | {totals.prompt_tokens_to_pay:,} |"
-        f" {totals.completion_tokens_to_pay:,} | {_total(summary['cost_usd'])} | | "
-        f"{_total(summary['prompt_cached_cost_usd'])} | |")
+        f" {totals.completion_tokens_to_pay:,} ({totals.thinking_tokens_to_pay:,}) |"
+        f" {_sum(paid['cost_usd'])} | | {_sum(paid['prompt_cached_cost_usd'])} | |")
     lines.append("")
-    hours = paid.groupby("model")["hours"].sum()
-    standard = _total(paid["cost_usd"])
-    batch_mixed = paid["batch_cost_usd"].where(paid["model"].isin(batch_capable),
-                                               paid["cost_usd"])
+
+    levels = ("cost_low_usd", "cost_usd", "cost_high_usd")
+
+    def mixed(column: str) -> pd.Series:
+        """Batch prices for the models that have a batch API, standard for the rest."""
+        return paid[f"batch_{column}"].where(paid["model"].isin(batch_capable),
+                                             paid[column])
+
     lines += [
-        f"- **Standard:** {standard} for {int(totals.to_pay):,} requests, "
-        f"{int(totals.prompt_tokens_to_pay):,} prompt and "
+        f"- **Standard:** {_range(*(paid[c] for c in levels))}"
+        f" for {int(totals.to_pay):,} requests, {int(totals.prompt_tokens_to_pay):,} prompt and "
         f"{int(totals.completion_tokens_to_pay):,} completion tokens.",
         f"- **With batch mode** for every model whose provider has a batch API "
         f"({', '.join(f'`{m}`' for m in sorted(batch_capable)) or 'none'}): "
-        f"{_total(batch_mixed)}; a batch is answered within {BATCH_WINDOW_H} h.",
-        f"- **With prompt caching:** {_total(summary['prompt_cached_cost_usd'])} "
+        f"{_range(*(mixed(c) for c in levels))}; a "
+        f"batch is answered within {BATCH_WINDOW_H} h.",
+        f"- **With prompt caching:** {_sum(paid['prompt_cached_cost_usd'])} "
         f"({int(summary['cache_qualifying'].sum()):,} requests qualify).",
-        f"- **As this config runs:** {_total(paid['configured_cost_usd'])} "
+        f"- **As this config runs:** {_range(*(paid[f'configured_{c}'] for c in levels))} "
         f"({_pricing_note(table)}); the run's figures/cost_report.md sets its bill beside "
         "this.",
-        f"- **Hours** per model at its concurrency: "
-        + ", ".join(f"`{m}` {h:.1f}" for m, h in hours.sort_values(ascending=False).items())
-        + (f"; the run takes at least {hours.max():.1f} h (models run side by side)."
-           if len(hours) else "."),
+        *_unknown_prices(paid, batch_capable),
+        *_hours_lines(table),
         "",
     ]
     return "\n".join(lines)
+
+
+def _finished_note(finished_jobs: Mapping[str, int] | None) -> str:
+    if not finished_jobs:
+        return ""
+    jobs = ", ".join(f"{rule} ×{n}" for rule, n in sorted(finished_jobs.items()))
+    return (f" The outputs of {sum(finished_jobs.values())} model jobs are already made and "
+            f"up to date ({jobs}): the rows after them are planned on those real outputs, not "
+            "on stand-ins.")
+
+
+def _unknown_prices(paid: pd.DataFrame, batch_capable: set[str]) -> list[str]:
+    """The models whose price is unknown, and the key that prices them."""
+    lines = []
+    unknown = paid.loc[paid["cost_usd"].isna()].groupby("model")["rule"].agg(sorted)
+    if len(unknown):
+        lines.append(
+            "- **Unknown price:** "
+            + "; ".join(f"`{m}` ({', '.join(rules)})" for m, rules in unknown.items())
+            + f". Price each in the config: `{PRICE_KEY}: {{input: ..., output: ...}}` "
+            "(US dollars per million tokens; optional cache_read, cache_write, batch_input, "
+            "batch_output), from the provider's list price.")
+    no_batch = paid.loc[paid["model"].isin(batch_capable) & paid["batch_cost_usd"].isna()
+                        & paid["cost_usd"].notna(), "model"]
+    if len(no_batch):
+        lines.append(
+            "- **Unknown batch price:** "
+            + ", ".join(f"`{m}`" for m in sorted(set(no_batch)))
+            + f": give `batch_input` and `batch_output` in `{PRICE_KEY}`.")
+    uncached = paid.loc[paid["prompt_cached_cost_usd"].isna() & paid["cost_usd"].notna()
+                        & (paid["cache_qualifying"] > 0), "model"]
+    if len(uncached):
+        lines.append(
+            "- **Unknown prompt-caching price:** "
+            + ", ".join(f"`{m}`" for m in sorted(set(uncached)))
+            + f": give `cache_write` (and `cache_read`) in `{PRICE_KEY}`.")
+    return lines
+
+
+def _hours_lines(table: pd.DataFrame) -> list[str]:
+    paid = table[table["to_pay"] > 0]
+    if paid.empty:
+        return ["- **Hours:** nothing to pay, nothing to wait for."]
+    per_model = paid.groupby("model").agg(hours=("hours", "sum"), bound=("hours_bound", "first"),
+                                          batch=("pricing", lambda s: (s == BATCH).any()))
+    per_model = per_model.sort_values("hours", ascending=False)
+    names = {"requests_per_minute": "requests a minute", "tokens_per_minute": "tokens a minute",
+             "concurrency": "concurrency"}
+    batched = [m for m, r in per_model.iterrows() if r.batch]
+    return [
+        "- **Hours** per model without batch mode, at its configured rate limits (`llm.per_model"
+        ".<model>.requests_per_minute` / `tokens_per_minute`, shared by every job of the run: "
+        "all its rules' requests and prompt + completion tokens over the limit that binds), or "
+        f"where none is set at its concurrency ({SECONDS_PER_REQUEST:g} s a request plus "
+        f"{COMPLETION_TOKENS_PER_S:g} completion tokens a second): "
+        + ", ".join(f"`{m}` {r.hours:.1f} ({names.get(r.bound, r.bound)})"
+                    for m, r in per_model.iterrows())
+        + f"; the slowest model takes {per_model['hours'].max():.1f} h (models run side by side)."
+        + (f" In batch mode ({', '.join(f'`{m}`' for m in batched)}) a model waits on its "
+           f"provider's batch window instead: up to {BATCH_WINDOW_H} h a batch."
+           if batched else ""),
+    ]
 
 
 def _pricing_note(table: pd.DataFrame) -> str:

@@ -33,7 +33,7 @@ from typing import Any
 
 from rubriclab.llm.tokens import prompt_tokens as prompt_tokens_of
 
-from .answers import answer
+from rubriclab.llm.standins import answer
 from .batches import OpenAIBatches
 
 EFFORT_THINKING = {"minimal": 64, "low": 256, "medium": 512, "high": 1024}

@@ -1,5 +1,7 @@
-"""What the rehearsal server answers: a valid answer in the format each prompt asks for.
+"""Stand-in answers: a valid answer in the format each prompt asks for, with no model called.
 
+They answer the rehearsal's loopback server (rubriclab.rehearsal.server) and the plan's
+requests (rubriclab.plan.planner); both sit above the model layer, so the answers live here.
 The server sees what a provider sees (the messages), not the pipeline's response format, so the
 format is read off the prompt's own instructions, as a model would. Each rule below names the
 sentence of a prompt builder it rests on; tests/rehearsal checks the rules against one request
@@ -14,7 +16,7 @@ import hashlib
 import json
 import re
 
-from rubriclab.llm.fake import structured_answer
+from .fake import structured_answer
 
 _RUBRIC_SECTION = re.compile(r"# Rubric\n\n(.*?)\n\n# Response", re.DOTALL)
 _NUMBERED = re.compile(r"^\d+\. ", re.MULTILINE)
