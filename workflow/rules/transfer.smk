@@ -12,6 +12,27 @@ wildcard_constraints:
 TRANSFER_PROMPTS = transfer_prompt_fingerprint()
 TRANSFER_CODE = transfer_code_fingerprint()
 T_SAMPLING = dict(temperature=TRANSFER["temperature"])
+# What the analysis reads (rubriclab.transfer.reads): the judge judges only that.
+T_READS = dict(
+    generators=T_GENERATORS,
+    main_response_model=T_RESPONSE_MODEL,
+    it_response_models=T_IT_MODELS,
+    panels=T_PANELS,
+    degrader=TRANSFER["degrader"],
+    degradation_models=T_DEGRADATION_MODELS,
+)
+T_CRITERION_EDIT_MODELS = TRANSFER["criterion_edit_models"] or [T_RESPONSE_MODEL]
+if T_RESPONSE_MODEL not in T_CRITERION_EDIT_MODELS:
+    raise ValueError(
+        "config key 'transfer.criterion_edit_models' must include "
+        f"transfer.response_model ({T_RESPONSE_MODEL!r}): Figure 6 and Table A.9 read its edits"
+    )
+_not_it = sorted(set(T_CRITERION_EDIT_MODELS) - set(T_IT_MODELS))
+if _not_it:
+    raise ValueError(
+        f"config key 'transfer.criterion_edit_models': {_not_it} are not in "
+        "transfer.it_response_models (only those get interventions)"
+    )
 
 
 rule transfer_examples:
@@ -168,6 +189,7 @@ rule transfer_judge:
         judge=T_JUDGE,
         votes=TRANSFER["judge_votes"],
         temperature=TRANSFER["judge_temperature"],
+        reads=T_READS,
         prompts=TRANSFER_PROMPTS,
         code=TRANSFER_CODE,
     script:
@@ -201,6 +223,7 @@ rule transfer_intervene:
         model=lambda w: T_MODEL_BY_SLUG[w.tmodel],
         max_tokens=TRANSFER["response_max_tokens"],
         criteria_per_rubric=TRANSFER["criteria_per_rubric"],
+        criterion_edits=lambda w: T_MODEL_BY_SLUG[w.tmodel] in T_CRITERION_EDIT_MODELS,
         prompts=TRANSFER_PROMPTS,
         code=TRANSFER_CODE,
     script:
