@@ -21,7 +21,7 @@ import pytest
 
 from rubriclab.transfer import analysis as A
 from rubriclab.transfer import pipeline as P
-from rubriclab.transfer.reads import AnalysisReads
+from rubriclab.transfer.reads import AnalysisReads, criterion_edit_models
 from tests.transfer.test_pipeline import (
     ScriptedAsk, example_row, examples_frame, realistic, unparseable,
 )
@@ -46,7 +46,7 @@ READS = AnalysisReads.from_config(generators=[G, H], main_response_model=M,
 
 
 def answer(request):
-    """fake/hash's answer; about one judge vote in thirteen unparseable, by a hash of the request."""
+    """fake/hash's answer; about one judge vote in 13 unparseable, by a hash of the request."""
     if request.model == JUDGE:
         digest = hashlib.sha256(json.dumps([request.message_dicts(),
                                             request.sample_index]).encode()).digest()
@@ -230,3 +230,14 @@ def test_the_judge_refuses_a_read_rubric_it_does_not_have():
     with pytest.raises(ValueError, match=r"read on \['gen/h'\], which are not among"):
         P.judge_responses(responses, table, {P.EXPERT: RUBRICS[P.EXPERT], G: RUBRICS[G]},
                           JUDGE, 3, 1.0, ScriptedAsk(answer), reads=READS)
+
+
+def test_criterion_edit_models_default_to_the_response_model_and_must_hold_it():
+    assert criterion_edit_models(None, M, [M, N]) == [M]
+    assert criterion_edit_models([N, M], M, [M, N]) == [N, M]
+    with pytest.raises(ValueError, match=r"must include transfer.response_model "
+                                         r"\('fake/hash\?salt=m'\)"):
+        criterion_edit_models([N], M, [M, N])
+    with pytest.raises(ValueError, match=r"\['fake/hash\?salt=q'\] are not in "
+                                         r"transfer.it_response_models"):
+        criterion_edit_models([M, Q], M, [M, N])

@@ -1,6 +1,8 @@
 # transfer: HealthBench examples, restated expert rubrics, generated rubrics, responses,
 # interventions, judging, matching baselines, and every figure and table.
 
+from rubriclab.transfer.reads import criterion_edit_models
+
 
 wildcard_constraints:
     tgen="|".join(re.escape(slug) for slug in T_GENERATOR_BY_SLUG),
@@ -21,18 +23,9 @@ T_READS = dict(
     degrader=TRANSFER["degrader"],
     degradation_models=T_DEGRADATION_MODELS,
 )
-T_CRITERION_EDIT_MODELS = TRANSFER["criterion_edit_models"] or [T_RESPONSE_MODEL]
-if T_RESPONSE_MODEL not in T_CRITERION_EDIT_MODELS:
-    raise ValueError(
-        "config key 'transfer.criterion_edit_models' must include "
-        f"transfer.response_model ({T_RESPONSE_MODEL!r}): Figure 6 and Table A.9 read its edits"
-    )
-_not_it = sorted(set(T_CRITERION_EDIT_MODELS) - set(T_IT_MODELS))
-if _not_it:
-    raise ValueError(
-        f"config key 'transfer.criterion_edit_models': {_not_it} are not in "
-        "transfer.it_response_models (only those get interventions)"
-    )
+T_CRITERION_EDIT_MODELS = criterion_edit_models(
+    TRANSFER["criterion_edit_models"], T_RESPONSE_MODEL, T_IT_MODELS
+)
 
 
 rule transfer_examples:

@@ -26,6 +26,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,9 @@ from rubriclab.llm.formats import UnparseableAnswer
 from rubriclab.llm.formats_transfer import (
     RESPONSE_FORMAT, RUBRIC_FORMAT, SIMILARITY_FORMAT, match_format_name, match_matrix,
 )
+from rubriclab.transfer.ids import (
+    EXPERT, degraded_id, intervention_id, original_id, physician_id,
+)
 from rubriclab.transfer.prompts import (
     FRAMINGS, criterion_intervention_messages, degraded_response_messages, generation_messages,
     judge_vote_requests, matching_messages, response_messages, rubric_intervention_messages,
@@ -42,7 +46,9 @@ from rubriclab.transfer.prompts import (
 )
 from rubriclab.transfer.restate import apply_restatement, restate_request
 
-EXPERT = "expert"
+if TYPE_CHECKING:
+    from rubriclab.transfer.reads import AnalysisReads
+
 UNDETERMINED = -1
 RESPONSE_COLUMNS = ["example_id", "response_id", "model", "kind", "target_rubric",
                     "target_index", "direction", "text"]
@@ -50,26 +56,6 @@ VERDICT_COLUMNS = ["example_id", "response_id", "rubric", "criterion_index", "ve
                    "votes_yes", "votes"]
 
 Ask = Callable[[list[Request], str], list]
-
-
-# --- response ids: the one place they are spelled (the analysis looks responses up by them) --
-
-def original_id(example_id: str, model: str, sample: int = 0) -> str:
-    return f"{example_id}|original|{model}|{sample}"
-
-
-def physician_id(example_id: str) -> str:
-    return f"{example_id}|physician"
-
-
-def degraded_id(example_id: str, model: str) -> str:
-    return f"{example_id}|degraded|{model}"
-
-
-def intervention_id(example_id: str, kind: str, model: str, target: str, index: int,
-                    direction: str) -> str:
-    """kind "rubric_edit" (index -1) or "criterion_edit"; direction "+" or "-"."""
-    return f"{example_id}|{kind}|{model}|{target}|{index}|{direction}"
 
 
 # --- examples -------------------------------------------------------------------------------
@@ -259,7 +245,8 @@ def _responses(examples: pd.DataFrame, requests: list[Request], ask: Ask,
 
 def judge_responses(responses: pd.DataFrame, examples: pd.DataFrame,
                     rubrics: Mapping[str, Mapping[str, list[str]]], judge: str, votes: int,
-                    temperature: float, ask: Ask, *, reads) -> pd.DataFrame:
+                    temperature: float, ask: Ask, *,
+                    reads: AnalysisReads | None) -> pd.DataFrame:
     """Each response on the rubrics the analysis reads it on (`reads`, a
     transfer.reads.AnalysisReads; None: every rubric that has the example): `votes` samples,
     majority per criterion. Which rubrics are judged never changes a request, so a verdict

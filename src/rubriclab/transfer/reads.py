@@ -1,7 +1,7 @@
 """Which rubrics each response is judged on: exactly the verdicts rubriclab.transfer.analysis
 looks up, so that no judge call is paid for that no figure or table reads.
 
-By the kind of response (docs/replication.md, "transfer: what is judged"):
+By the kind of response (docs/replication.md, "transfer: what is judged, and which edits are made"):
 
     physician                        every rubric (GenRubric-style correlation on physician
                                      responses and discrimination, each generator vs. expert)
@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rubriclab.transfer.pipeline import EXPERT, original_id
+from rubriclab.transfer.ids import EXPERT, original_id
 
 
 @dataclass(frozen=True)
@@ -92,3 +92,20 @@ class AnalysisReads:
                 return self.generators if target == EXPERT else (EXPERT,)
             return self.every_rubric if target == EXPERT else (EXPERT, target)
         raise ValueError(f"{where}: unknown kind {kind!r}")
+
+
+def criterion_edit_models(configured: Sequence[str] | None, response_model: str,
+                          it_response_models: Sequence[str]) -> list[str]:
+    """transfer.criterion_edit_models resolved: null is [response_model]; a list must hold
+    response_model (Figure 6 and Table A.9 read its edits) and only IT response models (the
+    only ones that get interventions)."""
+    models = list(configured) if configured else [response_model]
+    if response_model not in models:
+        raise ValueError("config key 'transfer.criterion_edit_models' must include "
+                         f"transfer.response_model ({response_model!r}): Figure 6 and Table A.9 "
+                         "read its single-criterion edits")
+    outside = [m for m in models if m not in it_response_models]
+    if outside:
+        raise ValueError(f"config key 'transfer.criterion_edit_models': {outside} are not in "
+                         "transfer.it_response_models (only those get interventions)")
+    return models
