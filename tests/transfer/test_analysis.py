@@ -216,15 +216,31 @@ def test_undetermined_verdict_is_left_out_and_listed():
 
 def test_missing_whole_rubric_edit_is_left_out_and_listed():
     # pipeline.intervene makes no whole-rubric edit for a rubric with an undetermined criterion:
-    # drop e2's R_{+Cg}. Q+(Cg->C*) then has e1 only: g 0, h 2; e2 records 0 / 0
+    # e2's g criterion 1 undetermined on R, and no R_{+Cg}. Q+(Cg->C*) then has e1 only: g 0,
+    # h 2; e2 records 0 / 0
     verdicts = {k: v for k, v in BASE_VERDICTS.items() if k[0] != redit("e2", "g", "+")}
-    inputs = build_inputs(verdicts=verdicts)
+    inputs = build_inputs(verdicts=verdicts, overrides={(orig("e2"), "g"): [0, -1]})
     records = A.it_records(A.Lookup(inputs), "g", M, "Q+(Cg->C*)")
     assert records.values.tolist() == [[0, 2], [0, 0]]
     assert len(inputs.undetermined) == 1
     entry = inputs.undetermined[0]
     assert entry["use"] == "Q+(Cg->C*) g: no edit" and entry["rubric"] == "expert"  # the measured rubric
     assert entry["n"] == 3                          # e2's three expert criteria left out
+
+
+def test_a_missing_whole_rubric_edit_with_a_determined_target_is_an_error():
+    # every g criterion is determined on e2's R, so pipeline.intervene made R_{+Cg}: its absence
+    # is a gap in the inputs, never left out silently
+    verdicts = {k: v for k, v in BASE_VERDICTS.items() if k[0] != redit("e2", "g", "+")}
+    missing = r"no whole-rubric edit 'e2\|rubric_edit\|m\|g\|-1\|\+'"
+    with pytest.raises(ValueError, match=missing):
+        A.it_records(A.Lookup(build_inputs(verdicts=verdicts)), "g", M, "Q+(Cg->C*)")
+
+
+def test_a_vector_short_of_its_rubric_is_an_error():
+    inputs = build_inputs(overrides={("e1|physician", "expert"): [1, 1]})
+    with pytest.raises(ValueError, match="verdicts of 2 criteria, the rubric has 3"):
+        A.Lookup(inputs).vector("e1|physician", "expert")
 
 
 def test_frac_leaves_undetermined_out_and_lists_it():

@@ -455,7 +455,8 @@ def judge_answer(request):
 def test_judge_asks_votes_requests_per_response_and_rubric():
     examples = examples_frame(example_row("e1"), example_row("e2"))
     ask = ScriptedAsk(judge_answer)
-    P.judge_responses(JUDGE_RESPONSES, examples, JUDGE_RUBRICS, "judge/j", 3, 0.8, ask)
+    P.judge_responses(JUDGE_RESPONSES, examples, JUDGE_RUBRICS, "judge/j", 3, 0.8, ask,
+                      reads=None)
     # e1: expert + g = 2 rubrics x 3 votes; e2: expert only x 3 votes -> 9 requests
     assert len(ask.requests) == 9
     assert ask.calls[0][1] == "transfer judge judge/j"
@@ -475,7 +476,7 @@ def test_judge_asks_votes_requests_per_response_and_rubric():
 def test_judge_takes_the_majority_per_criterion():
     examples = examples_frame(example_row("e1"), example_row("e2"))
     verdicts = P.judge_responses(JUDGE_RESPONSES, examples, JUDGE_RUBRICS, "judge/j", 3, 0.8,
-                                 ScriptedAsk(judge_answer))
+                                 ScriptedAsk(judge_answer), reads=None)
     assert list(verdicts.columns) == P.VERDICT_COLUMNS
     table = {(r.response_id, r.rubric, r.criterion_index): (r.verdict, r.votes_yes, r.votes)
              for r in verdicts.itertuples(index=False)}
@@ -502,7 +503,7 @@ def test_judge_takes_the_majority_per_criterion():
 def test_judge_with_realistic_fake_answers_gives_determined_verdicts():
     examples = examples_frame(example_row("e1"), example_row("e2"))
     verdicts = P.judge_responses(JUDGE_RESPONSES, examples, JUDGE_RUBRICS, "fake/hash", 3, 0.8,
-                                 ScriptedAsk(realistic))
+                                 ScriptedAsk(realistic), reads=None)
     # 3 parsed votes of 0/1 always have a majority
     assert len(verdicts) == 7 and set(verdicts["verdict"]) <= {0, 1}
     assert (verdicts["votes"] == 3).all()
@@ -548,11 +549,11 @@ class EditAsk(ScriptedAsk):
         return ok(f"EDITED RESPONSE {self.counter}.")
 
 
-def run_intervene(criteria_per_rubric=None):
+def run_intervene(criteria_per_rubric=None, criterion_edits=True):
     examples = examples_frame(example_row("e1"), example_row("e2"))
     ask = EditAsk()
     table = P.intervene(ORIGINALS, examples, verdict_table(STATES), INT_RUBRICS, "m", 0.0, 500,
-                        criteria_per_rubric, ask)
+                        criteria_per_rubric, ask, criterion_edits=criterion_edits)
     return table, ask.requests
 
 
@@ -621,11 +622,22 @@ def test_intervene_respects_criteria_per_rubric():
     assert len(table[table["kind"] == "rubric_edit"]) == 6
 
 
+def test_intervene_without_criterion_edits_makes_the_whole_rubric_ones_alone():
+    # A response model other than the main one (Figure 6 and Table A.9 read only its edits)
+    table, requests = run_intervene(criterion_edits=False)
+    full, full_requests = run_intervene()
+    assert set(table["kind"]) == {"rubric_edit"} and len(table) == len(requests) == 6
+    # the same requests as those of the full run (one cache key each)
+    kept = full["kind"] == "rubric_edit"
+    assert requests == [r for r, k in zip(full_requests, kept, strict=True) if k]
+    assert table["response_id"].tolist() == full.loc[kept, "response_id"].tolist()
+
+
 def test_intervene_raises_on_an_unusable_edit():
     examples = examples_frame(example_row("e1"), example_row("e2"))
     with pytest.raises(ValueError, match="no usable edited response"):
         P.intervene(ORIGINALS, examples, verdict_table(STATES), INT_RUBRICS, "m", 0.0, 500,
-                    None, ScriptedAsk(lambda r: unparseable()))
+                    None, ScriptedAsk(lambda r: unparseable()), criterion_edits=True)
 
 
 # --- matching --------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 # transfer: HealthBench examples, restated expert rubrics, generated rubrics, responses,
 # interventions, judging, matching baselines, and every figure and table.
 
+from rubriclab.transfer.reads import criterion_edit_models
+
 
 wildcard_constraints:
     tgen="|".join(re.escape(slug) for slug in T_GENERATOR_BY_SLUG),
@@ -12,6 +14,18 @@ wildcard_constraints:
 TRANSFER_PROMPTS = transfer_prompt_fingerprint()
 TRANSFER_CODE = transfer_code_fingerprint()
 T_SAMPLING = dict(temperature=TRANSFER["temperature"])
+# What the analysis reads (rubriclab.transfer.reads): the judge judges only that.
+T_READS = dict(
+    generators=T_GENERATORS,
+    main_response_model=T_RESPONSE_MODEL,
+    it_response_models=T_IT_MODELS,
+    panels=T_PANELS,
+    degrader=TRANSFER["degrader"],
+    degradation_models=T_DEGRADATION_MODELS,
+)
+T_CRITERION_EDIT_MODELS = criterion_edit_models(
+    TRANSFER["criterion_edit_models"], T_RESPONSE_MODEL, T_IT_MODELS
+)
 
 
 rule transfer_examples:
@@ -168,6 +182,7 @@ rule transfer_judge:
         judge=T_JUDGE,
         votes=TRANSFER["judge_votes"],
         temperature=TRANSFER["judge_temperature"],
+        reads=T_READS,
         prompts=TRANSFER_PROMPTS,
         code=TRANSFER_CODE,
     script:
@@ -201,6 +216,7 @@ rule transfer_intervene:
         model=lambda w: T_MODEL_BY_SLUG[w.tmodel],
         max_tokens=TRANSFER["response_max_tokens"],
         criteria_per_rubric=TRANSFER["criteria_per_rubric"],
+        criterion_edits=lambda w: T_MODEL_BY_SLUG[w.tmodel] in T_CRITERION_EDIT_MODELS,
         prompts=TRANSFER_PROMPTS,
         code=TRANSFER_CODE,
     script:

@@ -15,5 +15,6 @@ client, ask = model_client(snakemake.config, snakemake.output.ledger,
                            role="editor")
 with client:
     edited = intervene(originals, examples, verdicts, rubrics, params.model, params.temperature,
-                       params.max_tokens, params.criteria_per_rubric, ask)
+                       params.max_tokens, params.criteria_per_rubric, ask,
+                       criterion_edits=params.criterion_edits)
 edited.to_csv(snakemake.output.responses, index=False)

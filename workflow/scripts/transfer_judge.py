@@ -2,6 +2,7 @@ import pandas as pd
 
 from rubriclab.runtime import configure_logging
 from rubriclab.transfer.pipeline import judge_responses, load_rubrics, model_client, read_responses
+from rubriclab.transfer.reads import AnalysisReads
 
 configure_logging(snakemake.log[0])
 params, inputs = snakemake.params, snakemake.input
@@ -14,5 +15,6 @@ client, ask = model_client(snakemake.config, snakemake.output.ledger,
                            role="transfer_judge")
 with client:
     verdicts = judge_responses(responses, examples, rubrics, params.judge, params.votes,
-                               params.temperature, ask)
+                               params.temperature, ask,
+                               reads=AnalysisReads.from_config(**params.reads))
 verdicts.to_csv(snakemake.output.verdicts, index=False)

@@ -12,7 +12,9 @@ same draws. Outputs (tidy; see rubriclab.transfer.figures / tables for their use
     edit_sizes   Table A.9: level, target, direction, measured, and the edit-size columns
 
 Verdicts of -1 (no majority among the judge's votes) are left out of whatever they would
-enter, and counted in `undetermined` (a table of how many criteria each use left out).
+enter, and counted in `undetermined` (a table of how many criteria each use left out). A verdict
+that was never judged is an error, never a gap: rubriclab.transfer.reads names the rubrics each
+response is judged on, exactly those this module looks up.
 """
 
 from __future__ import annotations
@@ -70,11 +72,22 @@ class Lookup:
         self.responses = inputs.responses.set_index("response_id", drop=False)
 
     def vector(self, response_id: str, rubric: str) -> np.ndarray:
+        """The response's verdicts on every criterion of the rubric; an error when any is
+        missing (the judge reads what to judge from transfer.reads: a gap means the two
+        disagree, and is never left out silently)."""
         try:
-            return self.vectors[(response_id, rubric)]
+            vector = self.vectors[(response_id, rubric)]
         except KeyError:
             raise ValueError(f"no verdicts of response {response_id!r} on rubric {rubric!r}: "
-                             "was it judged?") from None
+                             "was it judged? (transfer.reads says which rubrics each response "
+                             "is judged on)") from None
+        if response_id in self.responses.index:
+            example = self.responses.at[response_id, "example_id"]
+            criteria = self.inputs.rubrics.get(rubric, {}).get(example)
+            if criteria is not None and len(vector) != len(criteria):
+                raise ValueError(f"response {response_id!r} on rubric {rubric!r}: verdicts of "
+                                 f"{len(vector)} criteria, the rubric has {len(criteria)}")
+        return vector
 
     def frac(self, response_id: str, rubric: str, use: str) -> float:
         """The share of determined criteria the response passes; NaN when none is determined
@@ -106,7 +119,11 @@ def rubric_level_verdicts(look: Lookup, generator: str, response_model: str,
         edit = intervention_id(example, "rubric_edit", response_model, target, -1, direction)
         if edit not in look.responses.index:
             # No edit: a criterion of the target rubric was undetermined on R (pipeline.intervene);
-            # every measured criterion of the example is left out.
+            # every measured criterion of the example is left out. Any other gap is an error.
+            original = original_id(example, response_model)
+            if not (look.vector(original, target) == UNDETERMINED).any():
+                raise ValueError(f"no whole-rubric edit {edit!r}, though every criterion of "
+                                 f"rubric {target!r} is determined on {original!r}")
             look.inputs.undetermined.append(dict(use=f"{metric} {generator}: no edit",
                                                  response_id=edit, rubric=measured,
                                                  n=len(before)))

@@ -7,10 +7,12 @@ Stages and their files (results/transfer/...):
     generate       rubrics/<generator>.json: one rubric per example from the conversation alone
     respond        responses/<responder>.csv: one response per example by a model (sample k)
     degrade        degraded/<model>.csv: the model asked to satisfy an unrelated expert rubric
-    judge          <responses file>.verdicts.csv: every response judged on the expert rubric and
-                   every generated rubric, `votes` samples each, majority per criterion
-    intervene      interventions/<model>.csv: whole-rubric and single-criterion edits of the
-                   model's original response (each from the original, never stacked)
+    judge          <responses file>.verdicts.csv: every response judged on the rubrics the
+                   analysis reads it on (transfer.reads), `votes` samples each, majority per
+                   criterion
+    intervene      interventions/<model>.csv: whole-rubric and (for the main response model,
+                   unless configured otherwise) single-criterion edits of the model's original
+                   response (each from the original, never stacked)
     match          matching/<generator>.csv: RubricRAG similarity for every criterion pair, and
                    the three matching framings of Figure A.1
 
@@ -24,6 +26,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -33,6 +36,9 @@ from rubriclab.llm.formats import UnparseableAnswer
 from rubriclab.llm.formats_transfer import (
     RESPONSE_FORMAT, RUBRIC_FORMAT, SIMILARITY_FORMAT, match_format_name, match_matrix,
 )
+from rubriclab.transfer.ids import (
+    EXPERT, degraded_id, intervention_id, original_id, physician_id,
+)
 from rubriclab.transfer.prompts import (
     FRAMINGS, criterion_intervention_messages, degraded_response_messages, generation_messages,
     judge_vote_requests, matching_messages, response_messages, rubric_intervention_messages,
@@ -40,7 +46,9 @@ from rubriclab.transfer.prompts import (
 )
 from rubriclab.transfer.restate import apply_restatement, restate_request
 
-EXPERT = "expert"
+if TYPE_CHECKING:
+    from rubriclab.transfer.reads import AnalysisReads
+
 UNDETERMINED = -1
 RESPONSE_COLUMNS = ["example_id", "response_id", "model", "kind", "target_rubric",
                     "target_index", "direction", "text"]
@@ -48,26 +56,6 @@ VERDICT_COLUMNS = ["example_id", "response_id", "rubric", "criterion_index", "ve
                    "votes_yes", "votes"]
 
 Ask = Callable[[list[Request], str], list]
-
-
-# --- response ids: the one place they are spelled (the analysis looks responses up by them) --
-
-def original_id(example_id: str, model: str, sample: int = 0) -> str:
-    return f"{example_id}|original|{model}|{sample}"
-
-
-def physician_id(example_id: str) -> str:
-    return f"{example_id}|physician"
-
-
-def degraded_id(example_id: str, model: str) -> str:
-    return f"{example_id}|degraded|{model}"
-
-
-def intervention_id(example_id: str, kind: str, model: str, target: str, index: int,
-                    direction: str) -> str:
-    """kind "rubric_edit" (index -1) or "criterion_edit"; direction "+" or "-"."""
-    return f"{example_id}|{kind}|{model}|{target}|{index}|{direction}"
 
 
 # --- examples -------------------------------------------------------------------------------
@@ -257,14 +245,29 @@ def _responses(examples: pd.DataFrame, requests: list[Request], ask: Ask,
 
 def judge_responses(responses: pd.DataFrame, examples: pd.DataFrame,
                     rubrics: Mapping[str, Mapping[str, list[str]]], judge: str, votes: int,
-                    temperature: float, ask: Ask) -> pd.DataFrame:
-    """Every response on every rubric of its example: `votes` samples, majority per criterion."""
+                    temperature: float, ask: Ask, *,
+                    reads: AnalysisReads | None) -> pd.DataFrame:
+    """Each response on the rubrics the analysis reads it on (`reads`, a
+    transfer.reads.AnalysisReads; None: every rubric that has the example): `votes` samples,
+    majority per criterion. Which rubrics are judged never changes a request, so a verdict
+    judged before is read from the cache."""
     conversations = dict(zip(examples["example_id"], examples["prompt_json"]))
     requests, keys = [], []
     for response in responses.itertuples(index=False):
+        wanted = None if reads is None else set(reads.rubrics(response))
+        if wanted is not None and not wanted <= set(rubrics):
+            raise ValueError(f"judge: response {response.response_id!r} is read on "
+                             f"{sorted(wanted - set(rubrics))}, which are not among the "
+                             f"rubrics {list(rubrics)}")
         for name, by_example in rubrics.items():
+            if wanted is not None and name not in wanted:
+                continue
             criteria = by_example.get(response.example_id)
             if criteria is None:
+                if wanted is not None:
+                    raise ValueError(f"judge: rubric {name!r} has no criteria for example "
+                                     f"{response.example_id!r} (response "
+                                     f"{response.response_id!r})")
                 continue
             batch = judge_vote_requests(judge, conversations[response.example_id], criteria,
                                         response.text, temperature=temperature, votes=votes)
@@ -298,12 +301,15 @@ def verdict_vectors(verdicts: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]
 
 def intervene(originals: pd.DataFrame, examples: pd.DataFrame, verdicts: pd.DataFrame,
               rubrics: Mapping[str, Mapping[str, list[str]]], model: str, temperature: float,
-              max_tokens: int, criteria_per_rubric: int | None, ask: Ask) -> pd.DataFrame:
-    """Whole-rubric edits to pass and to fail each rubric, and one edit per criterion towards
-    its other state (R_{+c} for a failing c, R_{-c} for a passing one), each of the original.
+              max_tokens: int, criteria_per_rubric: int | None, ask: Ask, *,
+              criterion_edits: bool) -> pd.DataFrame:
+    """Whole-rubric edits to pass and to fail each rubric, and (with `criterion_edits`) one edit
+    per criterion towards its other state (R_{+c} for a failing c, R_{-c} for a passing one),
+    each of the original.
 
     Criteria the judge left undetermined on the original get no single-criterion edit; with
-    `criteria_per_rubric` only the first that many criteria of each rubric are edited.
+    `criteria_per_rubric` only the first that many criteria of each rubric are edited. Figure 6
+    and Table A.9 read single-criterion edits of the main response model only (transfer.reads).
     """
     conversations = dict(zip(examples["example_id"], examples["prompt_json"]))
     vectors = verdict_vectors(verdicts)
@@ -325,6 +331,8 @@ def intervene(originals: pd.DataFrame, examples: pd.DataFrame, verdicts: pd.Data
                 rows.append(dict(example_id=original.example_id, model=model,
                                  kind="rubric_edit", target_rubric=name, target_index=-1,
                                  direction=sign))
+            if not criterion_edits:
+                continue
             limit = len(criteria) if criteria_per_rubric is None else criteria_per_rubric
             for index, (text, value) in enumerate(list(zip(criteria, state))[:limit]):
                 if value == UNDETERMINED:
