@@ -15,6 +15,9 @@ DEFAULT_CACHE_DIR = Path(".cache/rubriclab")
 @dataclass(frozen=True)
 class ModelSettings:
     concurrency: int = 4
+    # Shared by every job of the run: requests and tokens (prompt + completion) per minute for this model at the provider; None: no limit.
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
     timeout_s: float = 120.0
     num_retries: int = 4
     backoff_s: float = 1.0
@@ -88,6 +91,9 @@ class LLMConfig:
     models_dir_override: Path | None = None
     # role -> model (None: every model of the role) -> its settings.
     roles: dict[str, dict[str | None, RoleSettings]] = field(default_factory=dict)
+    # The most the run's paid calls may cost together, in dollars (None: no limit): counted
+    # across every job of the run in its spend record (rubriclab.llm.budget).
+    budget_usd: float | None = None
 
     @property
     def cache_path(self) -> Path:
@@ -151,4 +157,14 @@ class LLMConfig:
             per_model=per_model,
             progress_interval_s=float(raw.get("progress_interval_s", 5.0)),
             roles=roles,
+            budget_usd=_budget(raw.get("budget_usd")),
         )
+
+
+def _budget(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"llm.budget_usd: expected a number of dollars above 0 (or null: no "
+                         f"budget), got {value!r}")
+    return float(value)
