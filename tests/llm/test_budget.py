@@ -130,3 +130,21 @@ def test_a_budget_is_a_positive_number_of_dollars(value):
         LLMConfig.from_dict({"budget_usd": value})
     assert LLMConfig.from_dict({"budget_usd": 12.5}).budget_usd == 12.5
     assert LLMConfig.from_dict({}).budget_usd is None
+
+
+def test_a_budget_given_on_the_command_line_reaches_the_model_layer(repo, schema):
+    """--config 'llm={budget_usd: 5}' arrives as a string inside the llm block (merged into
+    paper.yaml's, not replacing it) and is read as the number the schema asks for."""
+    from snakemake.cli import parse_config
+    from snakemake.utils import update_config
+
+    from rubriclab.config import load_yaml, validate_config
+    from rubriclab.validate import coerce_command_line
+
+    command_line = parse_config(["llm={budget_usd: 5}"])
+    config = load_yaml(repo / "config" / "paper.yaml")
+    update_config(config, command_line)
+    llm = LLMConfig.from_dict(validate_config(coerce_command_line(config, command_line, schema),
+                                              schema)["llm"])
+    assert llm.budget_usd == 5.0
+    assert llm.settings_for("gemini/gemini-2.5-flash").requests_per_minute == 2000
