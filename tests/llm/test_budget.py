@@ -4,7 +4,8 @@
 import pytest
 
 from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelSettings, Request
-from rubriclab.llm.budget import BudgetCannotGuard, BudgetExceeded, SpendRecord, spend_record_path
+from rubriclab.llm.budget import (BudgetCannotGuard, BudgetExceeded, SpendRecord,
+                                  spend_record_path, unguarded_message, unguarded_models)
 from rubriclab.llm.ledger import attempts_path, calls_per_distinct_request, read_ledgers
 from rubriclab.llm.pricing import price
 
@@ -93,6 +94,15 @@ def test_a_model_of_unknown_price_is_refused_under_a_budget_before_any_call(tmp_
                                      rule="job")) as client:
             assert [c.outcome for c in client.run(requests(0, 2, model=UNPRICED))] == ["ok"] * 2
         assert len(server.requests) == 2
+
+
+def test_the_models_a_budget_cannot_guard_are_named_before_the_first_job():
+    models = ["fake/hash", "local/default", PRICED, UNPRICED, UNPRICED]
+    assert unguarded_models(None, models) == []
+    assert unguarded_models(5.0, models) == [UNPRICED]
+    message = unguarded_message(5.0, [UNPRICED, "xai/unknown-model"])
+    assert "'openai/stub-model', 'xai/unknown-model' have no known price" in message
+    assert "llm.per_model.<model>.price" in message and "$5.00" in message
 
 
 def test_a_cached_answer_needs_no_budget(tmp_path):

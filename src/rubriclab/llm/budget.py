@@ -18,9 +18,11 @@ goes on from the cache, and the bill it is held to still counts what the earlier
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import pricing
 from .cache import open_wal_database
 
 SPEND_RECORD = "spend.sqlite"
@@ -74,6 +76,22 @@ def how_to_go_on(budget_usd: float) -> str:
     return (f"every answer paid for is cached: raise the budget (llm.budget_usd in the config "
             f"file, or --config 'llm={{budget_usd: {2 * budget_usd:.6g}}}' on the command line) "
             "and run again; the rerun goes on from the cache and pays for nothing twice")
+
+
+def unguarded_models(budget_usd: float | None, models: Iterable[str]) -> list[str]:
+    """Under a budget, the paid models whose calls it cannot count: those of unknown price
+    (for a check before the first job; the client refuses them before their first call)."""
+    if budget_usd is None:
+        return []
+    return sorted(m for m in set(models) if not pricing.is_free(m) and not pricing.is_priced(m))
+
+
+def unguarded_message(budget_usd: float, models: list[str]) -> str:
+    return (f"{', '.join(repr(m) for m in models)} {'has' if len(models) == 1 else 'have'} no "
+            f"known price, so a budget (llm.budget_usd = {usd(budget_usd)}) cannot guard "
+            f"{'its' if len(models) == 1 else 'their'} calls; price "
+            f"{'it' if len(models) == 1 else 'them'} (llm.per_model.<model>.price) or run "
+            "without a budget")
 
 
 class SpendRecord:

@@ -5,9 +5,12 @@ that still need calls (before any call is made), then runs the misses concurrent
 per-model limit. Before paying for a miss it claims the key in the cache; a key another process
 (or task) has claimed is waited for, not paid again. Each call is retried with backoff on rate
 limits (as long as the provider's Retry-After asks), server errors, timeouts, dropped connections
-and empty answers, within a deadline per request; errors that asking again cannot cure
-(authentication, missing credentials, unknown model, bad request) fail at once, and a model
-whose requests keep failing the same way is no longer asked. An answer is parsed strictly and
+and empty answers, within a deadline per request; before each attempt it waits for its start
+in the model's rate limits, which every process of the run shares (`rubriclab.llm.ratelimit`; a
+429 pauses the model for all of them), and books the attempt's worst-case cost on the run's bill,
+which stops the run before it passes `llm.budget_usd` (`rubriclab.llm.budget`). Errors that
+asking again cannot cure (authentication, missing credentials, unknown model, bad request) fail
+at once, and a model whose requests keep failing the same way is no longer asked. An answer is parsed strictly and
 re-asked a bounded number of times; it is cached the moment it parses, and only then. Every
 request is written to the ledger and counted in the progress line.
 """
@@ -31,7 +34,8 @@ from . import pricing
 from .backends import (AnswerCutOff, Backends, DeadlineExceeded, RawAnswer, is_model_fatal,
                        is_rate_limited, is_retryable, made_no_completion, retry_after_s)
 from .batch import BatchOutcome, BatchRunner, check_batch_settings
-from .budget import BudgetCannotGuard, BudgetExceeded, Reservation, SpendRecord, spend_record_path
+from .budget import (BudgetCannotGuard, BudgetExceeded, Reservation, SpendRecord,
+                     spend_record_path, unguarded_message, unguarded_models, usd)
 from .cache import CacheBackend, CachedAnswer, Claim, SQLiteCache, make_answer
 from .formats import UnparseableAnswer, get_format
 from .ledger import Ledger
@@ -361,13 +365,10 @@ class LLMClient:
             return
         if self.spend is None:
             raise BudgetCannotGuard(
-                f"a budget is set (llm.budget_usd = ${budget:g}), but this client has no ledger, "
-                "beside which the run's bill is kept; give it one, or set no budget")
-        if not pricing.is_priced(model):
-            raise BudgetCannotGuard(
-                f"model {model!r} has no known price, so a budget (llm.budget_usd = "
-                f"${budget:g}) cannot guard its calls; give it one (llm.per_model.<model>.price) "
-                "or run without a budget")
+                f"a budget is set (llm.budget_usd = {usd(budget)}), but this client has no "
+                "ledger, beside which the run's bill is kept; give it one, or set no budget")
+        if unguarded_models(budget, [model]):
+            raise BudgetCannotGuard(f"model {unguarded_message(budget, [model])}")
 
     def _reserve(self, request: Request, messages: list[dict], settings: ModelSettings
                  ) -> Reservation | None:
@@ -408,8 +409,8 @@ class LLMClient:
             booking = replace(booking, start=paused)
 
     def _settle_attempt(self, booking: Booking | None, reservation: Reservation | None,
-                settings: ModelSettings, answer: RawAnswer | None,
-                failure: Exception | None = None) -> None:
+                        settings: ModelSettings, answer: RawAnswer | None,
+                        failure: Exception | None = None) -> None:
         """An attempt is over: the schedule gets its actual tokens, the bill its cost (an
         error status made no completion: $0; a timeout or a dropped connection: unknown, so
         its worst case stays)."""
