@@ -41,6 +41,7 @@ def test_verdict_list_3_accepts_exactly_three_yes_no_in_order():
     '```\n{"verdicts": ["yes", "no", "yes"]}\n```',
     '\n  ```json\n  {"verdicts": ["yes", "no", "yes"]}\n  ```  \n',
     '```json\n{"verdicts": ["yes", "no", "yes"]}```',
+    '```json{"verdicts": ["yes", "no", "yes"]}```',
 ])
 def test_a_json_answer_in_one_surrounding_fence_is_read(text):
     """As simple-evals strips it (```json ... ``` or ``` ... ```): read, not re-asked."""

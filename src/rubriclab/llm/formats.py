@@ -75,9 +75,10 @@ AGENT_ACTION_TOOLS: dict[str, dict[str, str]] = {
 }
 
 
-# One markdown code fence around the whole answer (```json ... ``` or ``` ... ```), as
-# simple-evals strips it before json.loads: the JSON inside is read, not asked for again.
-_FENCE = re.compile(r"\A```(?:json)?[ \t]*\n(.*?)\n?[ \t]*```\Z", re.DOTALL)
+# One markdown code fence around the whole answer (```json ... ``` or ``` ... ```): the JSON
+# inside is read, not asked for again. simple-evals' parse_json_to_dict (HealthBench's grader)
+# strips a ```json fence the same way before json.loads.
+_FENCE = re.compile(r"\A```(?:json)?\s*(.*?)\s*```\Z", re.DOTALL)
 
 
 def _strip_fence(text: str) -> str:
