@@ -1,6 +1,8 @@
 """The budget guard (rubriclab.llm.budget): two jobs sharing a run's bill stop before it passes
 `llm.budget_usd`; a rerun with a larger budget finishes from the cache, paying nothing twice."""
 
+from dataclasses import replace
+
 import pytest
 
 from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelSettings, Request
@@ -158,3 +160,24 @@ def test_a_budget_given_on_the_command_line_reaches_the_model_layer(repo, schema
                                               schema)["llm"])
     assert llm.budget_usd == 5.0
     assert llm.settings_for("gemini/gemini-2.5-flash").requests_per_minute == 2000
+
+
+@pytest.mark.parametrize("fault, billed_as_worst_case", [("500", False), ("429", False),
+                                                          ("timeout", True)])
+def test_a_failed_attempt_is_billed_at_zero_or_at_its_worst_case(tmp_path, fault,
+                                                                 billed_as_worst_case):
+    """An error status made no completion ($0); a timeout may have been billed: its worst case
+    stays on the bill."""
+    with ScriptedOpenAIServer([fault, "Yes"], slow_s=2.0) as server:
+        cfg = replace(config(tmp_path, server, None), defaults=ModelSettings(
+            api_base=server.api_base, timeout_s=0.5, num_retries=2, backoff_s=0.01))
+        ledger = Ledger(tmp_path / "results" / "ledger" / "job.jsonl", rule="job")
+        with LLMClient(cfg, ledger=ledger) as client:
+            (answer,) = client.run(requests(0, 1))
+    bill = SpendRecord(spend_record_path(ledger.path)).bill()
+    assert answer.outcome == "ok" and answer.attempts == 2 and bill.calls == 2
+    assert bill.in_flight_usd == 0
+    if billed_as_worst_case:
+        assert bill.settled_usd > answer.cost_usd * 1.5
+    else:
+        assert bill.settled_usd == pytest.approx(answer.cost_usd)
