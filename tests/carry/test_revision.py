@@ -63,7 +63,7 @@ def test_valid_answer_parses_in_order_with_texts_stripped():
 @pytest.mark.parametrize("text", [
     "",
     "keep them all",
-    "```json\n" + answer({"id": "c1", "action": "keep"}) + "\n```",
+    "```json\n" + answer({"id": "c1", "action": "keep"}) + "\n``` Done.",  # prose after a fence
     answer({"id": "c1", "action": "keep"}) + " Done.",
     '{"checks": [{"id": "c1", "action": "keep"}]',                   # truncated
     '{"checks": [], "checks": []}',                                 # duplicate key

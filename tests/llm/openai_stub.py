@@ -14,14 +14,17 @@ class ScriptedOpenAIServer:
     "400", "401", "429", "500" (error statuses), "429:N" (a 429 with Retry-After: N), "timeout"
     (answers after `slow_s`), "drop" (closes the connection without a response), "empty" (a 200
     with empty content), or any other string, which is returned as the assistant's answer. An
-    exhausted script plays `then` (default "500"), after `delay_s`."""
+    exhausted script plays `then` (default "500"), after `delay_s`. Each answer's usage is 2
+    completion tokens and `prompt_tokens` prompt tokens, or with None, one per four characters
+    of the messages (about what a tokenizer counts)."""
 
     def __init__(self, script: list[str], slow_s: float = 3.0, then: str = "500",
-                 delay_s: float = 0.0):
+                 delay_s: float = 0.0, prompt_tokens: int | None = 11):
         self.script = deque(script)
         self.slow_s = slow_s
         self.then = then
         self.delay_s = delay_s
+        self.prompt_tokens = prompt_tokens
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []
         self.times: list[float] = []
@@ -61,12 +64,16 @@ class ScriptedOpenAIServer:
                                {"Retry-After": action.split(":", 1)[1]})
                     return
                 content = "" if action == "empty" else action
+                prompt = server.prompt_tokens
+                if prompt is None:
+                    prompt = sum(len(str(m.get("content", ""))) for m in body["messages"]) // 4
                 self.reply(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
                     "model": body["model"],
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13},
+                    "usage": {"prompt_tokens": prompt, "completion_tokens": 2,
+                              "total_tokens": prompt + 2},
                 })
 
             def reply(self, status, payload, headers=None):

@@ -37,6 +37,18 @@ def test_verdict_list_3_accepts_exactly_three_yes_no_in_order():
 
 
 @pytest.mark.parametrize("text", [
+    '```json\n{"verdicts": ["yes", "no", "yes"]}\n```',
+    '```\n{"verdicts": ["yes", "no", "yes"]}\n```',
+    '\n  ```json\n  {"verdicts": ["yes", "no", "yes"]}\n  ```  \n',
+    '```json\n{"verdicts": ["yes", "no", "yes"]}```',
+    '```json{"verdicts": ["yes", "no", "yes"]}```',
+])
+def test_a_json_answer_in_one_surrounding_fence_is_read(text):
+    """As simple-evals strips it (```json ... ``` or ``` ... ```): read, not re-asked."""
+    assert get_format("verdict_list_3").parse(text) == ["yes", "no", "yes"]
+
+
+@pytest.mark.parametrize("text", [
     '{"verdicts": ["yes", "no"]}',                         # 2 entries
     '{"verdicts": ["yes", "no", "yes", "no"]}',            # 4 entries
     '{"verdicts": []}',
@@ -45,7 +57,12 @@ def test_verdict_list_3_accepts_exactly_three_yes_no_in_order():
     '{"verdicts": "yes, no, yes"}',                        # not a list
     'Here you go: {"verdicts": ["yes", "no", "yes"]}',     # prose before
     '{"verdicts": ["yes", "no", "yes"]} Hope this helps.',  # prose after
-    '```json\n{"verdicts": ["yes", "no", "yes"]}\n```',    # code fence
+    '```json\n{"verdicts": ["yes", "no", "yes"]}\n``` Hope this helps.',  # prose after a fence
+    'Here: ```json\n{"verdicts": ["yes", "no", "yes"]}\n```',  # prose before a fence
+    '```json\n```json\n{"verdicts": ["yes", "no", "yes"]}\n```\n```',  # two fences
+    '```python\n{"verdicts": ["yes", "no", "yes"]}\n```',  # a fence of another language
+    '```json\n{"verdicts": ["yes", "no", "yes"]}',          # a fence never closed
+    '```json\n{"verdicts": ["yes", "no", "yes"]} {"verdicts": ["yes"]}\n```',  # two objects
     '{"verdicts": ["yes", "no", "yes"], "note": "x"}',     # extra key
     '{"verdicts": ["yes"], "verdicts": ["yes", "no", "yes"]}',  # duplicate key
     '["yes", "no", "yes"]',                                # not an object

@@ -55,10 +55,14 @@ def test_rubric_accepts_a_json_array_of_texts():
     text = '[" Mentions the dose. ", "Advises seeing a doctor within 48 hours."]'
     assert parse_generated_rubric(text) == ["Mentions the dose.", "Advises seeing a doctor within 48 hours."]
     assert TRANSFER_FORMATS["transfer_rubric"].parse('\n["Is brief."]\n') == ["Is brief."]
+    # one markdown fence around the whole answer is read, as simple-evals strips it
+    for fenced in ('```json\n["Is brief."]\n```', '```\n["Is brief."]\n```'):
+        assert TRANSFER_FORMATS["transfer_rubric"].parse(fenced) == ["Is brief."]
 
 
 @pytest.mark.parametrize("text", [
-    '```json\n["Mentions the dose."]\n```',           # code fence
+    '```json\n["Mentions the dose."]\n```\nDone.',   # prose after a code fence
+    '```json\n["Mentions the dose."]\n```\n```json\n["Is brief."]\n```',  # two fences
     'Here is the rubric: ["Mentions the dose."]',     # prose around the JSON
     '["Mentions the dose."] Hope this helps.',
     "[]",                                             # wrong count: no criteria

@@ -181,7 +181,7 @@ INVALID_ACTIONS = [
     ('{"tool": "lookup_order", "args": {"order_id": 4411}}\n{"tool": "finish"}',
      "exactly one JSON object"),
     ('I will look up the order first.', "exactly one JSON object"),
-    ('```json\n{"tool": "finish"}\n```', "exactly one JSON object"),
+    ('```json\n{"tool": "finish"}\n``` Done.', "exactly one JSON object"),
     ('Sure! {"tool": "finish"}', "exactly one JSON object"),
     ('[{"tool": "finish"}]', "expected a JSON object"),
     ('', "exactly one JSON object"),

@@ -143,7 +143,12 @@ def verify_code_fingerprint():
 
 
 def model_resources(model):
-    """The embedded model is one slot per machine; API models draw on a global call budget."""
+    """The embedded model is one slot per machine. An API job reserves its concurrency from
+    the profile's `api_calls` (open connections on the machine), a pool large enough that it
+    does not hold API jobs back: the rate each model is called at is set by its provider's
+    limits (llm.per_model.<model>.requests_per_minute, tokens_per_minute), which every job
+    of the run shares through the model layer (rubriclab.llm.ratelimit).
+    """
     if model.startswith("local/"):
         return {"local_llm": 1, "api_calls": 0}
     if model.startswith("fake/"):

@@ -99,6 +99,23 @@ def is_retryable(exc: BaseException) -> bool:
     return bool(_names(exc) & RETRYABLE_NAMES)
 
 
+def is_rate_limited(exc: BaseException) -> bool:
+    """A 429 (or litellm's RateLimitError): the provider's limit for the model, which every
+    process calling it shares."""
+    return getattr(exc, "status_code", None) == 429 or "RateLimitError" in _names(exc)
+
+
+def made_no_completion(exc: BaseException) -> bool:
+    """The provider answered with an error status (or the request never went out), so no
+    completion was made to bill; a timeout or a dropped connection may have been billed."""
+    if isinstance(exc, MissingAPIKey):
+        return True
+    if _names(exc) & {"Timeout", "APITimeoutError", "APIConnectionError"}:
+        return False  # litellm gives these a status (408, 500) of its own
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and status >= 400
+
+
 def retry_after_s(exc: BaseException) -> float | None:
     """The wait a provider asks for (Retry-After, in seconds or as an HTTP date, or OpenAI's
     retry-after-ms), from the headers litellm keeps on its exception; None when it asks none."""

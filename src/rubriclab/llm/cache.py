@@ -149,7 +149,9 @@ class SQLiteCache:
         self.path = Path(path)
         self._db = open_wal_database(self.path, _SCHEMA)
         self._db.execute(_CLAIMS)
-        with self._transaction():
+        # Immediate: two processes opening a new cache at once would otherwise both read the
+        # columns, and the second to add one fails at once ("database is locked").
+        with self._transaction(immediate=True):
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
             if _FINGERPRINT_COLUMN not in columns:
                 self._db.execute(f"ALTER TABLE answers ADD COLUMN {_FINGERPRINT_COLUMN} TEXT")

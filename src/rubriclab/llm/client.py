@@ -5,9 +5,12 @@ that still need calls (before any call is made), then runs the misses concurrent
 per-model limit. Before paying for a miss it claims the key in the cache; a key another process
 (or task) has claimed is waited for, not paid again. Each call is retried with backoff on rate
 limits (as long as the provider's Retry-After asks), server errors, timeouts, dropped connections
-and empty answers, within a deadline per request; errors that asking again cannot cure
-(authentication, missing credentials, unknown model, bad request) fail at once, and a model
-whose requests keep failing the same way is no longer asked. An answer is parsed strictly and
+and empty answers, within a deadline per request; before each attempt it waits for its start
+in the model's rate limits, which every process of the run shares (`rubriclab.llm.ratelimit`; a
+429 pauses the model for all of them), and books the attempt's worst-case cost on the run's bill,
+which stops the run before it passes `llm.budget_usd` (`rubriclab.llm.budget`). Errors that
+asking again cannot cure (authentication, missing credentials, unknown model, bad request) fail
+at once, and a model whose requests keep failing the same way is no longer asked. An answer is parsed strictly and
 re-asked a bounded number of times; it is cached the moment it parses, and only then. Every
 request is written to the ledger and counted in the progress line.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import random
 import time
 import uuid
@@ -26,14 +30,18 @@ from contextvars import ContextVar
 from dataclasses import replace
 from typing import Protocol
 
+from . import pricing
 from .backends import (AnswerCutOff, Backends, DeadlineExceeded, RawAnswer, is_model_fatal,
-                       is_retryable, retry_after_s)
+                       is_rate_limited, is_retryable, made_no_completion, retry_after_s)
 from .batch import BatchOutcome, BatchRunner, check_batch_settings
+from .budget import (BudgetCannotGuard, BudgetExceeded, Reservation, SpendRecord,
+                     spend_record_path, unguarded_message, unguarded_models, usd)
 from .cache import CacheBackend, CachedAnswer, Claim, SQLiteCache, make_answer
 from .formats import UnparseableAnswer, get_format
 from .ledger import Ledger
 from .progress import Progress
 from .prompt_cache import cache_marked_messages, cacheable_prefixes, min_cacheable_tokens
+from .ratelimit import Booking, RateLimiter, RateLimitWait, estimate_prompt_tokens
 from .request import Completion, Request, Usage, cache_key, legacy_cache_keys
 from .settings import LLMConfig, ModelSettings
 
@@ -85,6 +93,11 @@ class LLMClient:
         self.cache = cache if cache is not None else SQLiteCache(config.cache_path)
         self.backends = Backends(config)
         self.batches = BatchRunner(config)
+        # Shared by every process of the run: the schedule of each model's requests and tokens
+        # (beside the cache) and the run's bill (beside its ledgers).
+        self.limiter = RateLimiter(config.cache_dir / "rate_limits.sqlite")
+        self.spend = SpendRecord(spend_record_path(ledger.path)) if ledger is not None else None
+        self._budget_stop: str | None = None  # why the run stopped at its budget
         # key -> characters of its shared prefix marked cacheable, for the run under way.
         self._cache_marks: dict[str, int] = {}
         self.claim_lease_s = CLAIM_LEASE_S
@@ -95,6 +108,9 @@ class LLMClient:
 
     def close(self) -> None:
         self.batches.close()
+        self.limiter.close()
+        if self.spend is not None:
+            self.spend.close()
         if self.ledger is not None:
             self.ledger.close()
         close = getattr(self.cache, "close", None)
@@ -138,6 +154,10 @@ class LLMClient:
         if stand_in is not None:
             return stand_in.answer(self, requests, label)
         completions = asyncio.run(self._run(requests, label))
+        if self._budget_stop is not None:
+            # Whatever `raise_on_failure` says: the job stops; the calls in flight finished and
+            # their answers are cached.
+            raise BudgetExceeded(f"'{label}': {self._budget_stop}")
         failed = [c for c in completions if c.outcome == "failed"]
         if failed and raise_on_failure:
             stopped = "".join(f"; {reason}" for reason in self._stops.values())
@@ -161,9 +181,11 @@ class LLMClient:
             results[i] = self._from_cache(request, key, hit)
             self._record(results[i])
 
+        self._budget_stop = None
         for model in sorted({requests[i].model for i in misses}):
             self.backends.check_api_key(model)
             check_batch_settings(model, self.config.settings_for(model), f"model {model!r}")
+            self._check_budget_guards(model)
         batched: dict[str, list[int]] = defaultdict(list)
         for i in misses:
             if self.config.settings_for(requests[i].model).batch:
@@ -197,9 +219,10 @@ class LLMClient:
             while True:
                 completion = None
                 async with limits[request.model]:
-                    if request.model in self._stops:
+                    if request.model in self._stops or self._budget_stop is not None:
+                        why = self._stops.get(request.model) or self._budget_stop
                         completion = Completion(request=request, key=key, outcome="failed",
-                                                error=f"{NOT_ATTEMPTED}: {self._stops[request.model]}")
+                                                error=f"{NOT_ATTEMPTED}: {why}")
                     else:
                         # Answered since the batch started, or being answered elsewhere?
                         claim = self._claim(key)
@@ -335,6 +358,72 @@ class LLMClient:
                 return migrated
         return None
 
+    def _check_budget_guards(self, model: str) -> None:
+        """Under a budget, before any call: every paid model's calls can be counted."""
+        budget = self.config.budget_usd
+        if budget is None or pricing.is_free(model):
+            return
+        if self.spend is None:
+            raise BudgetCannotGuard(
+                f"a budget is set (llm.budget_usd = {usd(budget)}), but this client has no "
+                "ledger, beside which the run's bill is kept; give it one, or set no budget")
+        if unguarded_models(budget, [model]):
+            raise BudgetCannotGuard(f"model {unguarded_message(budget, [model])}")
+
+    def _reserve(self, request: Request, messages: list[dict], settings: ModelSettings
+                 ) -> Reservation | None:
+        """Book the worst case of one paid attempt on the run's bill (BudgetExceeded if the
+        budget would not hold it); None where nothing is counted (a free model, no spend
+        record, a model of unknown price without a budget)."""
+        if self.spend is None or pricing.is_free(request.model):
+            return None
+        prompt = estimate_prompt_tokens(messages)
+        costs = [pricing.price(request.model, prompt, request.budget),
+                 pricing.price(request.model, prompt, request.budget, cache_write_tokens=prompt)]
+        if any(cost is None for cost in costs):
+            return None  # unknown price: refused before the first call under a budget
+        budget = self.config.budget_usd
+        return self.spend.reserve(max(costs), math.inf if budget is None else budget,
+                                  f"a call to {request.model!r}")
+
+    async def _wait_for_rate(self, request: Request, messages: list[dict],
+                             settings: ModelSettings, deadline: float) -> Booking | None:
+        """Wait for this attempt's start in the model's shared schedule (and past any pause a
+        429 set for every process); RateLimitWait if it would pass the deadline."""
+        if pricing.is_free(request.model):
+            return None
+        latest = time.time() + (deadline - time.monotonic())
+        booking = self.limiter.book(request.model, settings,
+                                    estimate_prompt_tokens(messages) + request.budget, latest)
+        while True:
+            wait = booking.wait_s()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            paused = self.limiter.not_before(request.model)  # a 429 since the booking
+            if paused <= time.time():
+                return booking
+            if paused > latest:
+                raise RateLimitWait(
+                    f"model {request.model!r}: the provider's pause (a 429) would start this "
+                    f"request in {paused - time.time():.1f} s, past its deadline")
+            booking = replace(booking, start=paused)
+
+    def _settle_attempt(self, booking: Booking | None, reservation: Reservation | None,
+                        settings: ModelSettings, answer: RawAnswer | None,
+                        failure: Exception | None = None) -> None:
+        """An attempt is over: the schedule gets its actual tokens, the bill its cost (an
+        error status made no completion: $0; a timeout or a dropped connection: unknown, so
+        its worst case stays)."""
+        if booking is not None and answer is not None:
+            self.limiter.settle(booking, settings,
+                                answer.prompt_tokens + answer.completion_tokens)
+        if reservation is not None:
+            if answer is not None:
+                cost = answer.cost_usd
+            else:
+                cost = 0.0 if failure is not None and made_no_completion(failure) else None
+            self.spend.settle(reservation, cost)
+
     def _wait_limit_s(self, settings: ModelSettings) -> float:
         """How long to wait for a request another process holds: its deadline, or the longest
         wait for a batch when the model is batched (the holder may be collecting one)."""
@@ -419,6 +508,8 @@ class LLMClient:
         sent = request
         while True:
             try:
+                if prior is not None and prior.cost_usd and self.spend is not None:
+                    self.spend.add(prior.cost_usd)  # a batch's answer: paid, so on the bill
                 raw, used = ((prior, 1) if prior is not None
                              else await self._attempt(sent, messages, settings, deadline))
                 prior = None
@@ -503,16 +594,33 @@ class LLMClient:
                     f"no answer from {request.model!r} within its deadline of "
                     f"{settings.deadline_s:g} s"), attempt)
             try:
-                timed = replace(settings, timeout_s=min(settings.timeout_s, left))
-                return await self.backends.complete(request, messages, timed), attempt + 1
+                booking = await self._wait_for_rate(request, messages, settings, deadline)
+            except RateLimitWait as exc:
+                raise _AttemptsExhausted(DeadlineExceeded(
+                    f"no answer from {request.model!r} within its deadline of "
+                    f"{settings.deadline_s:g} s: {exc}"), attempt) from exc
+            try:
+                reservation = self._reserve(request, messages, settings)
+            except BudgetExceeded as exc:
+                self._budget_stop = self._budget_stop or str(exc)
+                raise _AttemptsExhausted(exc, attempt) from exc
+            try:
+                left = deadline - time.monotonic()
+                timed = replace(settings, timeout_s=max(0.001, min(settings.timeout_s, left)))
+                answer = await self.backends.complete(request, messages, timed)
             except Exception as exc:  # noqa: BLE001 - classified, then retried or reported
-                if not is_retryable(exc) or attempt == settings.num_retries:
-                    raise _AttemptsExhausted(exc, attempt + 1) from exc
+                cut = exc.answer if isinstance(exc, AnswerCutOff) else None
+                self._settle_attempt(booking, reservation, settings, cut, exc)
                 delay = min(settings.max_backoff_s, settings.backoff_s * 2**attempt)
                 delay *= 0.5 + random.random() / 2
                 asked = retry_after_s(exc)
                 if asked is not None:
                     delay = max(delay, asked)
+                if is_rate_limited(exc):
+                    # The provider's limit is the model's, not this job's: every process waits.
+                    self.limiter.pause(request.model, delay)
+                if not is_retryable(exc) or attempt == settings.num_retries:
+                    raise _AttemptsExhausted(exc, attempt + 1) from exc
                 if time.monotonic() + delay >= deadline:
                     wait = f"the {asked:g} s its server asks" if asked is not None else "a retry"
                     raise _AttemptsExhausted(DeadlineExceeded(
@@ -521,6 +629,12 @@ class LLMClient:
                         f"{type(exc).__name__}: {exc})"), attempt + 1) from exc
                 log.info("retrying %s in %.2fs after %s", request.model, delay, type(exc).__name__)
                 await asyncio.sleep(delay)
+            except BaseException:  # cancelled: the call may have been billed
+                self._settle_attempt(booking, reservation, settings, None)
+                raise
+            else:
+                self._settle_attempt(booking, reservation, settings, answer)
+                return answer, attempt + 1
         raise AssertionError("unreachable")
 
 

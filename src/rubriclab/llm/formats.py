@@ -75,8 +75,23 @@ AGENT_ACTION_TOOLS: dict[str, dict[str, str]] = {
 }
 
 
+# One markdown code fence around the whole answer (```json ... ``` or ``` ... ```): the JSON
+# inside is read, not asked for again. simple-evals' parse_json_to_dict (HealthBench's grader)
+# strips a ```json fence the same way before json.loads.
+_FENCE = re.compile(r"\A```(?:json)?\s*(.*?)\s*```\Z", re.DOTALL)
+
+
+def _strip_fence(text: str) -> str:
+    """The text inside one surrounding markdown code fence, else the text as it is."""
+    match = _FENCE.match(text.strip())
+    if match is None or "```" in match.group(1):
+        return text
+    return match.group(1)
+
+
 def _load_strict_json(text: str, what: str) -> Any:
-    """JSON with nothing but whitespace around it, no duplicate keys and no NaN or Infinity."""
+    """JSON with nothing but whitespace around it (or one markdown code fence around the
+    whole answer), no duplicate keys and no NaN or Infinity."""
 
     def reject_constant(name: str) -> Any:
         raise UnparseableAnswer(f"{name} is not a number {what} may contain")
@@ -89,7 +104,7 @@ def _load_strict_json(text: str, what: str) -> Any:
         return dict(pairs)
 
     try:
-        return json.loads(text.strip(), object_pairs_hook=without_duplicates,
+        return json.loads(_strip_fence(text).strip(), object_pairs_hook=without_duplicates,
                           parse_constant=reject_constant)
     except json.JSONDecodeError as exc:
         raise UnparseableAnswer(
@@ -113,8 +128,8 @@ def _has_json_type(value: Any, kind: str) -> bool:
 def parse_agent_action(text: str) -> dict[str, Any]:
     """Exactly one JSON object `{"tool": <known name>, "args": {<its arguments>}}`; else raise.
 
-    Strict: nothing but whitespace around the object (no code fence, no second object, no
-    prose); keys exactly "tool" and "args" ("finish" may omit "args" or give {}); the argument
+    Strict: nothing but whitespace around the object (or one code fence around the whole
+    answer; no second object, no prose); keys exactly "tool" and "args" ("finish" may omit "args" or give {}); the argument
     names exactly those of the tool, each of its JSON type (integer: not a float or a bool;
     number: int or float, finite; string; boolean). Returns {"tool": name, "args": dict}.
     """

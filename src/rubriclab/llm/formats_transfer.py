@@ -19,7 +19,8 @@ Registered names (``TRANSFER_FORMATS``, merged into ``rubriclab.llm.formats.FORM
 
 The sizes are part of the format name because a parser sees only the answer text, and a
 missing or extra criterion must be re-asked, not discovered later. Parsing is strict: nothing
-but whitespace around the JSON (no code fence, no prose), no duplicate keys. Each format has a
+but whitespace around the JSON (or one markdown code fence around the whole answer, which
+simple-evals strips too; no prose), no duplicate keys. Each format has a
 re-ask instruction and, except "transfer_response", a GBNF grammar for the local llama.cpp
 model; every string a grammar admits is accepted by its parser.
 """

@@ -137,6 +137,9 @@ class LLMConfig:
     models_dir_override: Path | None = None
     # role -> model (None: every model of the role) -> its settings.
     roles: dict[str, dict[str | None, RoleSettings]] = field(default_factory=dict)
+    # The most the run's paid calls may cost together, in dollars (None: no limit): counted
+    # across every job of the run in its spend record (rubriclab.llm.budget).
+    budget_usd: float | None = None
 
     @property
     def cache_path(self) -> Path:
@@ -206,4 +209,14 @@ class LLMConfig:
             per_model=per_model,
             progress_interval_s=float(raw.get("progress_interval_s", 5.0)),
             roles=roles,
+            budget_usd=_budget(raw.get("budget_usd")),
         )
+
+
+def _budget(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"llm.budget_usd: expected a number of dollars above 0 (or null: no "
+                         f"budget), got {value!r}")
+    return float(value)

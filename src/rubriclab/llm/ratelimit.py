@@ -1,0 +1,167 @@
+"""Requests and tokens per minute per model, shared by every process of a run.
+
+Providers limit requests and tokens per minute per model (and account), not per job; so every
+job that calls a model draws on one schedule kept in a small SQLite file beside the cache
+(`rate_limits.sqlite`), updated in short BEGIN IMMEDIATE transactions.
+
+The schedule is the generic cell rate algorithm: per model, a "theoretical arrival time" for
+requests and one for tokens (wall-clock seconds, shared by processes). A request of `t`
+estimated tokens is given the earliest start at which neither is more than `BURST_S` ahead,
+and moves them on by 60 / requests_per_minute and 60 * t / tokens_per_minute seconds; the
+caller sleeps until its start. So over any window of W seconds a model gets at most
+W * limit / 60 plus one `BURST_S` of requests (and tokens), whichever job asks. Tokens are the
+request's prompt estimate plus its whole completion budget; once answered, the difference to
+the usage the provider reports is given back (or taken).
+
+A 429 pauses the model for every process: its "not before" time moves to when the provider's
+Retry-After (or the client's own backoff) ends, and no process starts a request before it.
+Every wait is bounded by the request's deadline: a start past it is refused, not booked.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .cache import open_wal_database
+from .settings import ModelSettings
+
+# How far ahead of its rate a model may run: a burst of one second's worth of requests.
+BURST_S = 1.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schedule (
+    model TEXT PRIMARY KEY,
+    requests_at REAL NOT NULL,
+    tokens_at REAL NOT NULL,
+    not_before REAL NOT NULL
+)
+"""
+
+
+class RateLimitWait(RuntimeError):
+    """The model's shared rate limit (or a provider's pause) would start a request past its
+    deadline."""
+
+
+@dataclass(frozen=True)
+class Booking:
+    """A start booked for one request: when it may go, and the tokens it was booked for."""
+
+    model: str
+    start: float  # wall-clock time (time.time())
+    tokens: int
+
+    def wait_s(self, now: float | None = None) -> float:
+        return max(0.0, self.start - (time.time() if now is None else now))
+
+
+def estimate_prompt_tokens(messages: list[dict[str, str]]) -> int:
+    """More prompt tokens than a tokenizer counts for nearly any text (one per three
+    characters, English and code run about four), plus a few per message."""
+    return sum(-(-len(str(m.get("content", ""))) // 3) + 4 for m in messages) + 3
+
+
+class RateLimiter:
+    """The shared schedule of every model of one cache directory."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._db: sqlite3.Connection | None = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:  # opened at the first paid call, not for a run served from cache
+            self._db = open_wal_database(self.path, _SCHEMA)
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def book(self, model: str, settings: ModelSettings, tokens: int, latest: float) -> Booking:
+        """Book the earliest start for a request of `tokens` (prompt estimate plus completion
+        budget), no later than `latest` (wall clock): RateLimitWait if none is."""
+        rpm, tpm = settings.requests_per_minute, settings.tokens_per_minute
+        for name, value in (("requests_per_minute", rpm), ("tokens_per_minute", tpm)):
+            if value is not None and not value > 0:
+                raise ValueError(f"model {model!r}: {name} must be above 0, got {value!r}")
+        now = time.time()
+        if rpm is None and tpm is None:  # only a provider's pause can hold it
+            start = max(now, self.not_before(model))
+            if start > latest:
+                raise RateLimitWait(
+                    f"model {model!r}: the provider's pause (a 429) would start this request "
+                    f"in {start - now:.1f} s, past its deadline ({max(0.0, latest - now):.1f} s "
+                    "left)")
+            return Booking(model, start, tokens)
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            row = db.execute("SELECT requests_at, tokens_at, not_before FROM schedule"
+                             " WHERE model = ?", (model,)).fetchone()
+            requests_at, tokens_at, not_before = row if row else (now, now, 0.0)
+            start = max(now, not_before)
+            if rpm is not None:
+                start = max(start, requests_at - BURST_S)
+            if tpm is not None:
+                start = max(start, tokens_at - BURST_S)
+            if start > latest:
+                db.execute("ROLLBACK")
+                why = ("the provider's pause (a 429)" if start == not_before else
+                       f"its shared rate limit ({_limits(rpm, tpm)})")
+                raise RateLimitWait(
+                    f"model {model!r}: {why} would start this request in "
+                    f"{start - now:.1f} s, past its deadline ({max(0.0, latest - now):.1f} s "
+                    "left)")
+            if rpm is not None:
+                requests_at = max(requests_at, start) + 60.0 / rpm
+            if tpm is not None:
+                tokens_at = max(tokens_at, start) + 60.0 * tokens / tpm
+            db.execute("INSERT OR REPLACE INTO schedule VALUES (?, ?, ?, ?)",
+                       (model, requests_at, tokens_at, not_before))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return Booking(model, start, tokens)
+
+    def settle(self, booking: Booking, settings: ModelSettings, used_tokens: int) -> None:
+        """The provider counted `used_tokens` (prompt + completion) for a booked request: give
+        back what was booked beyond them, or take what it used beyond its booking."""
+        tpm = settings.tokens_per_minute
+        if tpm is None or used_tokens == booking.tokens:
+            return
+        self.db.execute("UPDATE schedule SET tokens_at = tokens_at + ? WHERE model = ?",
+                        (60.0 * (used_tokens - booking.tokens) / tpm, booking.model))
+
+    def pause(self, model: str, seconds: float) -> None:
+        """A 429: no process starts a request to `model` for `seconds` from now."""
+        until = time.time() + max(0.0, seconds)
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("INSERT OR IGNORE INTO schedule VALUES (?, 0, 0, 0)", (model,))
+            db.execute("UPDATE schedule SET not_before = max(not_before, ?) WHERE model = ?",
+                       (until, model))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    def not_before(self, model: str) -> float:
+        """Wall-clock time before which no request to `model` may start (0: none)."""
+        row = self.db.execute("SELECT not_before FROM schedule WHERE model = ?",
+                              (model,)).fetchone()
+        return row[0] if row else 0.0
+
+
+def _limits(rpm: float | None, tpm: float | None) -> str:
+    parts = ([f"{rpm:g} requests"] if rpm is not None else []) + (
+        [f"{tpm:g} tokens"] if tpm is not None else [])
+    return " and ".join(parts) + " a minute"
