@@ -168,6 +168,12 @@ def test_hours_are_the_models_requests_and_tokens_of_every_rule_over_its_limits(
                   + r.completion_tokens_to_pay / COMPLETION_TOKENS_PER_S for r in rows)
     assert table["hours"].sum() == pytest.approx(seconds / 4 / 3600)
     assert set(table["hours_bound"]) == {"concurrency"}
+    # limits a model cannot reach at its concurrency: the concurrency binds
+    generous = {"per_model": {MINI: {"concurrency": 1, "requests_per_minute": 10_000,
+                                     "tokens_per_minute": 100 * tokens}}}
+    table = plan_table(rows, LLMConfig.from_dict(generous))
+    assert table["hours"].sum() == pytest.approx(seconds / 3600)
+    assert set(table["hours_bound"]) == {"concurrency"}
 
 
 def test_the_hours_line_states_the_batch_window_beside_the_hours():

@@ -59,7 +59,8 @@ class ModelPrice:
 @dataclass(frozen=True)
 class ModelSettings:
     concurrency: int = 4
-    # Shared by every job of the run: requests and tokens (prompt + completion) per minute for this model at the provider; None: no limit.
+    # Shared by every job of the run: requests and tokens (prompt + completion) per minute for
+    # this model at the provider; None: no limit.
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     timeout_s: float = 120.0

@@ -19,8 +19,8 @@ from rubriclab.llm.settings import LLMConfig
 
 from .planner import THINKING_SHARES, PlannedRow
 
-# Without rate limits (llm.per_model.<model>.requests_per_minute / tokens_per_minute), hours
-# assume each request takes SECONDS_PER_REQUEST plus its completion tokens at
+# Besides the rate limits (llm.per_model.<model>.requests_per_minute / tokens_per_minute), hours
+# are bounded by each request taking SECONDS_PER_REQUEST plus its completion tokens at
 # COMPLETION_TOKENS_PER_S, `concurrency` at a time per model (llm.defaults / per_model).
 SECONDS_PER_REQUEST = 1.0
 COMPLETION_TOKENS_PER_S = 50.0
@@ -143,27 +143,22 @@ def plan_table(rows: Sequence[PlannedRow], llm: LLMConfig) -> pd.DataFrame:
 def _add_hours(table: pd.DataFrame, llm: LLMConfig) -> None:
     """Hours without batch mode. A model's rate limits hold for the whole run (every job of
     the model shares them), so its requests and tokens are summed over all its rules and
-    divided by the limit that binds; each row gets its share of that time. A model with no
-    limit set: at its concurrency, as one job at a time (`SECONDS_PER_REQUEST`,
-    `COMPLETION_TOKENS_PER_S`)."""
+    divided by each limit; its concurrency bounds it too, as one job at a time
+    (`SECONDS_PER_REQUEST`, `COMPLETION_TOKENS_PER_S`). The slowest of these binds, and each
+    row gets its share of that time."""
     for model, rows in table.groupby("model").groups.items():
         part = table.loc[rows]
         settings = llm.settings_for(model)
         tokens = part["prompt_tokens_to_pay"] + part["completion_tokens_to_pay"]
-        by_limit = {}
+        seconds = (part["to_pay"] * SECONDS_PER_REQUEST
+                   + part["completion_tokens_to_pay"] / COMPLETION_TOKENS_PER_S)
+        by_bound = {"concurrency": seconds / max(1, settings.concurrency) / 3600}
         if settings.requests_per_minute:
-            by_limit["requests_per_minute"] = part["to_pay"] / settings.requests_per_minute / 60
+            by_bound["requests_per_minute"] = part["to_pay"] / settings.requests_per_minute / 60
         if settings.tokens_per_minute:
-            by_limit["tokens_per_minute"] = tokens / settings.tokens_per_minute / 60
-        if by_limit:
-            bound = max(by_limit, key=lambda name: by_limit[name].sum())
-            hours = by_limit[bound]
-        else:
-            bound = "concurrency"
-            seconds = (part["to_pay"] * SECONDS_PER_REQUEST
-                       + part["completion_tokens_to_pay"] / COMPLETION_TOKENS_PER_S)
-            hours = seconds / max(1, settings.concurrency) / 3600
-        table.loc[rows, "hours"] = hours.astype(float)
+            by_bound["tokens_per_minute"] = tokens / settings.tokens_per_minute / 60
+        bound = max(by_bound, key=lambda name: by_bound[name].sum())
+        table.loc[rows, "hours"] = by_bound[bound].astype(float)
         table.loc[rows, "hours_bound"] = bound
 
 
@@ -354,9 +349,9 @@ def _hours_lines(table: pd.DataFrame) -> list[str]:
     return [
         "- **Hours** per model without batch mode, at its configured rate limits (`llm.per_model"
         ".<model>.requests_per_minute` / `tokens_per_minute`, shared by every job of the run: "
-        "all its rules' requests and prompt + completion tokens over the limit that binds), or "
-        f"where none is set at its concurrency ({SECONDS_PER_REQUEST:g} s a request plus "
-        f"{COMPLETION_TOKENS_PER_S:g} completion tokens a second): "
+        "all its rules' requests and prompt + completion tokens over each limit) and at its "
+        f"concurrency ({SECONDS_PER_REQUEST:g} s a request plus {COMPLETION_TOKENS_PER_S:g} "
+        "completion tokens a second, one job at a time), whichever is slowest: "
         + ", ".join(f"`{m}` {r.hours:.1f} ({names.get(r.bound, r.bound)})"
                     for m, r in per_model.iterrows())
         + f"; the slowest model takes {per_model['hours'].max():.1f} h (models run side by side)."
