@@ -5,7 +5,7 @@ import pytest
 from rubriclab.config import ConfigError, load_yaml, validate_config
 from rubriclab.llm.cache import SQLiteCache, make_answer
 from rubriclab.llm.request import Message, Request
-from rubriclab.validate import (check_before_first_job, coerce_command_line, configured_models,
+from rubriclab.validate import (budget_problems, check_before_first_job, coerce_command_line, configured_models,
                                 key_problems, missing_keys, model_problems, unknown_keys)
 
 PROVIDERS = ["openai", "anthropic", "ollama", "hosted_vllm"]
@@ -179,3 +179,22 @@ def test_only_the_models_of_the_jobs_about_to_run_are_checked(schema, embedded, 
     # a responder param ("model|k") names its model
     errors, _ = key_problems(config, job_params=[["openai/gpt-4o-mini|0", 200]])
     assert len(errors) == 1 and "'openai/gpt-4o-mini' (transfer.panel[0])" in errors[0]
+
+
+def test_a_budget_refuses_unpriced_models_before_the_first_job(schema, embedded, tmp_path,
+                                                               monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    embedded["models"]["judge"] = "openai/gpt-nonexistent"
+    embedded["carry"]["judges"] = ["openai/gpt-4o-mini"]
+    embedded["cache_dir"] = str(tmp_path)
+    assert budget_problems(validate_config(embedded, schema)) == []  # no budget, no check
+    embedded["llm"]["budget_usd"] = 5
+    (problem,) = budget_problems(validate_config(embedded, schema))
+    assert "'openai/gpt-nonexistent' has no known price" in problem and "(models.judge)" in problem
+    with pytest.raises(ConfigError, match="cannot start under its budget"):
+        check_before_first_job(validate_config(embedded, schema), warn=print)
+    # a configured price lets the budget count it; a job that does not call it is not checked
+    assert budget_problems(validate_config(embedded, schema),
+                           job_params=[["openai/gpt-4o-mini"]]) == []
+    embedded["llm"]["per_model"]["openai/gpt-nonexistent"] = {"price": {"input": 1, "output": 2}}
+    assert budget_problems(validate_config(embedded, schema)) == []

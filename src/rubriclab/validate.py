@@ -6,6 +6,8 @@
 - `unknown_keys`: a key the schema does not know, with the closest known key (difflib).
 - `model_problems`: every model string the config names has a provider litellm knows
   (`fake/` and `local/` are rubriclab's own); checked at parse time, so a dry run catches it.
+- `budget_problems`: under llm.budget_usd, the models of the jobs about to run that have no
+  known price, so the budget could not count their calls; checked when the run starts.
 - `missing_keys`: remote models of the jobs about to run whose API key is not in the
   environment and of which the cache holds no answer (so the run could not get far); checked
   when the run starts.
@@ -264,11 +266,32 @@ def key_problems(config: Mapping[str, Any],
     return missing_keys(remote, missing, cached)
 
 
+def budget_problems(config: Mapping[str, Any],
+                    job_params: Iterable[Any] | None = None) -> list[str]:
+    """Under a budget (llm.budget_usd), the models of the jobs about to run whose calls it
+    cannot count, for want of a price (configured or in litellm's map)."""
+    budget = (config.get("llm") or {}).get("budget_usd")
+    if budget is None:
+        return []
+    from .llm.budget import unguarded_message, unguarded_models
+    from .llm.settings import LLMConfig
+
+    models = configured_models(config)
+    if job_params is not None:
+        models = models_in(job_params, models)
+    llm = LLMConfig.from_dict(config.get("llm"), cache_dir=config.get("cache_dir"))
+    unguarded = unguarded_models(budget, models, {m: llm.settings_for(m).price for m in models})
+    return [f"{unguarded_message(budget, [m])} ({models[m]})" for m in unguarded]
+
+
 def check_before_first_job(config: Mapping[str, Any], warn: Callable[[str], None],
                            job_params: Iterable[Any] | None = None) -> None:
     """The Snakefile's onstart: raise ConfigError for models of the jobs about to run (their
-    params, `job_params`) that cannot be called at all, `warn` for those only the cache can
-    answer."""
+    params, `job_params`) that cannot be called at all, or whose calls a budget cannot count;
+    `warn` for those only the cache can answer."""
+    job_params = None if job_params is None else list(job_params)
+    raise_if(budget_problems(config, job_params),
+             "the run cannot start under its budget (price these models, or set no budget)")
     errors, warnings = key_problems(config, job_params)
     for line in warnings:
         warn(line)

@@ -18,12 +18,13 @@ goes on from the cache, and the bill it is held to still counts what the earlier
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import pricing
 from .cache import open_wal_database
+from .settings import ModelPrice
 
 SPEND_RECORD = "spend.sqlite"
 
@@ -78,12 +79,16 @@ def how_to_go_on(budget_usd: float) -> str:
             "and run again; the rerun goes on from the cache and pays for nothing twice")
 
 
-def unguarded_models(budget_usd: float | None, models: Iterable[str]) -> list[str]:
-    """Under a budget, the paid models whose calls it cannot count: those of unknown price
-    (for a check before the first job; the client refuses them before their first call)."""
+def unguarded_models(budget_usd: float | None, models: Iterable[str],
+                     prices: Mapping[str, ModelPrice | None] | None = None) -> list[str]:
+    """Under a budget, the paid models whose calls it cannot count: those of unknown price,
+    neither configured (`prices`: model -> its llm.per_model price) nor in litellm's map (for
+    a check before the first job; the client refuses them before their first call)."""
     if budget_usd is None:
         return []
-    return sorted(m for m in set(models) if not pricing.is_free(m) and not pricing.is_priced(m))
+    prices = prices or {}
+    return sorted(m for m in set(models) if not pricing.is_free(m)
+                  and not pricing.is_priced(m, configured=prices.get(m)))
 
 
 def unguarded_message(budget_usd: float, models: list[str]) -> str:

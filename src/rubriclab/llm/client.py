@@ -367,7 +367,7 @@ class LLMClient:
             raise BudgetCannotGuard(
                 f"a budget is set (llm.budget_usd = {usd(budget)}), but this client has no "
                 "ledger, beside which the run's bill is kept; give it one, or set no budget")
-        if unguarded_models(budget, [model]):
+        if unguarded_models(budget, [model], {model: self.config.settings_for(model).price}):
             raise BudgetCannotGuard(f"model {unguarded_message(budget, [model])}")
 
     def _reserve(self, request: Request, messages: list[dict], settings: ModelSettings
@@ -378,8 +378,9 @@ class LLMClient:
         if self.spend is None or pricing.is_free(request.model):
             return None
         prompt = estimate_prompt_tokens(messages)
-        costs = [pricing.price(request.model, prompt, request.budget),
-                 pricing.price(request.model, prompt, request.budget, cache_write_tokens=prompt)]
+        costs = [pricing.price(request.model, prompt, request.budget, configured=settings.price),
+                 pricing.price(request.model, prompt, request.budget, cache_write_tokens=prompt,
+                               configured=settings.price)]
         if any(cost is None for cost in costs):
             return None  # unknown price: refused before the first call under a budget
         budget = self.config.budget_usd
