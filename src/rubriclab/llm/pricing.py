@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from .backends import import_litellm
+from .litellm_import import import_litellm
 
 # Providers whose batch API charges half the standard price (OpenAI: "50% cost discount compared
 # to synchronous APIs", platform.openai.com/docs/guides/batch; Anthropic: "Batch processing is
