@@ -28,14 +28,14 @@ from typing import Protocol
 
 from .backends import (AnswerCutOff, Backends, DeadlineExceeded, RawAnswer, is_model_fatal,
                        is_retryable, retry_after_s)
-from .batch import BatchOutcome, BatchRunner, check_batch_settings
+from .batch import BatchOutcome, BatchRunner
 from .cache import CacheBackend, CachedAnswer, Claim, SQLiteCache, make_answer
 from .formats import UnparseableAnswer, get_format
 from .ledger import Ledger
 from .progress import Progress
 from .prompt_cache import cache_marked_messages, cacheable_prefixes, min_cacheable_tokens
 from .request import Completion, Request, Usage, cache_key, legacy_cache_keys
-from .settings import LLMConfig, ModelSettings
+from .settings import LLMConfig, ModelSettings, check_batch_settings
 
 log = logging.getLogger("rubriclab.llm")
 
@@ -177,9 +177,9 @@ class LLMClient:
                 # else another process is paying for it: waited for below, as an ordinary miss
         misses = [i for i in misses if results[i] is None]
         in_batch = {i for indices in batched.values() for i in indices}
-        self._cache_marks = self._prompt_cache_marks(
-            [requests[i] for i in misses if i not in in_batch],
-            [keys[i] for i in misses if i not in in_batch])
+        # Batched requests too: a batch request is sent as an ordinary call would be.
+        self._cache_marks = self._prompt_cache_marks([requests[i] for i in misses],
+                                                     [keys[i] for i in misses])
 
         progress = Progress(label, len(requests), len(requests) - len(misses),
                             interval_s=self.config.progress_interval_s)
@@ -238,7 +238,8 @@ class LLMClient:
         async def answer_batch(model: str, indices: list[int]) -> None:
             unique = {keys[i]: requests[i] for i in indices}
             try:
-                outcomes = await self.batches.run(model, unique)
+                outcomes = await self.batches.run(
+                    model, unique, {key: self._messages_for(r, key) for key, r in unique.items()})
 
                 async def settle(i: int) -> None:
                     async with limits[model]:
