@@ -306,11 +306,13 @@ class LLMClient:
         completion = await self._call(request, key)
         if answer is None:
             return completion
-        # What the batch's unusable answer cost is part of what this request cost.
+        # What the batch's unusable answer cost is part of what this request cost; it was
+        # the first asking, so every prompt token of the call after it is a repeat's.
         usage = completion.usage
         cost = (None if completion.cost_usd is None or answer.cost_usd is None
                 else completion.cost_usd + answer.cost_usd)
         return replace(completion, attempts=completion.attempts + 1, cost_usd=cost, batch=True,
+                       repeat_prompt_tokens=usage.prompt_tokens,
                        usage=Usage(usage.prompt_tokens + answer.prompt_tokens,
                                    usage.completion_tokens + answer.completion_tokens,
                                    usage.cache_read_tokens + answer.cache_read_tokens,
