@@ -305,3 +305,22 @@ def test_a_batch_the_provider_no_longer_knows_falls_back_instead_of_blocking(tmp
     (stored,) = BatchStore(tmp_path / "cache" / BatchStore.FILE_NAME).all()
     assert stored.status == "gone"
     assert server.batches.calls["create"] == 1 and server.stats.requests["openai"] == 4
+
+
+def test_requests_past_a_batch_limit_are_split_and_a_rerun_collects_the_parts(
+        tmp_path, server, monkeypatch):
+    from rubriclab.llm.batch import OpenAIBatchAPI
+
+    monkeypatch.setattr(OpenAIBatchAPI, "MAX_REQUESTS", 3)
+    server.batches.hold = True
+    with LLMClient(config(tmp_path, server, batch_max_wait_s=0.2)) as client:
+        client.run(questions(5), raise_on_failure=False)
+    assert server.batches.calls["create"] == 2  # 3 + 2
+    assert sorted(len(b["_rows"]) for b in server.batches.batches.values()) == [2, 3]
+    # A rerun that would split differently still collects the two batches it stored.
+    monkeypatch.setattr(OpenAIBatchAPI, "MAX_REQUESTS", 50_000)
+    server.batches.hold = False
+    with LLMClient(config(tmp_path, server)) as client:
+        answers = client.run(questions(5))
+    assert all(a.outcome == "ok" and a.batch for a in answers)
+    assert server.batches.calls["create"] == 2 and server.stats.requests["openai"] == 5

@@ -62,6 +62,18 @@ CREATE TABLE IF NOT EXISTS batch_jobs (
 )
 """
 
+# The request keys of each job, so that a rerun finds the jobs its requests were split into.
+_REQUESTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS batch_requests (
+    job_key TEXT NOT NULL,
+    request_key TEXT NOT NULL,
+    PRIMARY KEY (job_key, request_key)
+)
+"""
+# Of a provider's limit on one batch's input, what a batch here fills at most (the rest is room
+# for what a row adds around its request body).
+FILL = 0.8
+
 T = TypeVar("T")
 
 
@@ -90,6 +102,7 @@ class BatchStore:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._db = open_wal_database(self.path, _SCHEMA)
+        self._db.execute(_REQUESTS_SCHEMA)
 
     def close(self) -> None:
         self._db.close()
@@ -112,6 +125,25 @@ class BatchStore:
             "SELECT job_key, model, requests, input_file_id, batch_id, status, updated_at"
             " FROM batch_jobs ORDER BY updated_at").fetchall()
         return [BatchJob(*row) for row in rows]
+
+    def save_requests(self, key: str, request_keys: list[str]) -> None:
+        self._db.execute("BEGIN")
+        self._db.executemany("INSERT OR IGNORE INTO batch_requests VALUES (?, ?)",
+                             [(key, k) for k in request_keys])
+        self._db.execute("COMMIT")
+
+    def open_jobs(self, model: str) -> dict[str, set[str]]:
+        """Request keys of this model's jobs that may still answer (submitting, or submitted
+        and not known to have ended), by job key."""
+        rows = self._db.execute(
+            "SELECT r.job_key, r.request_key FROM batch_requests r JOIN batch_jobs j"
+            " ON r.job_key = j.job_key WHERE j.model = ? AND j.status NOT IN"
+            f" ({', '.join('?' * (len(UNFINISHED) + 1))})",
+            (model, *sorted(UNFINISHED), "collected")).fetchall()
+        jobs: dict[str, set[str]] = {}
+        for job, request in rows:
+            jobs.setdefault(job, set()).add(request)
+        return jobs
 
 
 @dataclass(frozen=True)
@@ -200,12 +232,48 @@ class BatchRunner:
                   ) -> dict[str, BatchOutcome]:
         """Answers (or reasons) for `requests` (key -> request), all of one model. `messages`:
         the messages to send for a key, where they differ from the request's own (prompt-cache
-        marks); the key stays the request's."""
+        marks); the key stays the request's.
+
+        Requests a stored job of an earlier run holds go to that job; the others are split
+        into batches within the provider's limits (requests and bytes per batch)."""
+        messages = messages or {}
+        api = api_for(model)
+        outcomes: dict[str, BatchOutcome] = {}
+        for part in await asyncio.gather(*(self._run_one(api, model, group, messages)
+                                           for group in self._groups(api, model, requests,
+                                                                     messages))):
+            outcomes.update(part)
+        return outcomes
+
+    def _groups(self, api: BatchAPI, model: str, requests: dict[str, Request],
+                messages: dict[str, list[dict[str, Any]]]) -> list[dict[str, Request]]:
+        left = dict(requests)
+        groups = []
+        for request_keys in self.store.open_jobs(model).values():
+            if request_keys and request_keys <= left.keys():
+                groups.append({k: left.pop(k) for k in sorted(request_keys)})
+        most = getattr(api, "MAX_REQUESTS", None) or len(left) or 1
+        room = FILL * (getattr(api, "MAX_BYTES", None) or float("inf"))
+        group: dict[str, Request] = {}
+        size = 0
+        for k, request in left.items():
+            # The request's text, as JSON, stands for its row's size.
+            chars = len(json.dumps(messages.get(k) or request.message_dicts())) + 512
+            if group and (len(group) >= most or size + chars > room):
+                groups.append(group)
+                group, size = {}, 0
+            group[k] = request
+            size += chars
+        if group:
+            groups.append(group)
+        return groups
+
+    async def _run_one(self, api: BatchAPI, model: str, requests: dict[str, Request],
+                       messages: dict[str, list[dict[str, Any]]]) -> dict[str, BatchOutcome]:
         settings = self.config.settings_for(model)
         key = job_key(model, list(requests))
         try:
-            api = api_for(model)
-            job = await self._submitted(api, model, key, requests, messages or {}, settings)
+            job = await self._submitted(api, model, key, requests, messages, settings)
             batch = await self._wait(api, job, settings)
             return await self._results(api, job, batch, requests, settings)
         except _GaveUp as exc:
@@ -255,6 +323,7 @@ class BatchRunner:
         bodies = {k: api.body(r, messages.get(k) or r.message_dicts())
                   for k, r in requests.items()}
         job = self.store.save(BatchJob(key, model, len(requests), None, None, "submitting", 0.0))
+        self.store.save_requests(key, list(requests))
         file_id = await self._retrying(settings, "upload", lambda: api.upload(job, bodies,
                                                                               settings))
         job = self.store.save(BatchJob(key, model, len(requests), file_id, None, "submitting",
@@ -409,6 +478,11 @@ def parse_lines(job: BatchJob, where: str, text: str) -> list[dict[str, Any]]:
 class OpenAIBatchAPI:
     """OpenAI's file and batch API through litellm (acreate_file, acreate_batch,
     aretrieve_batch, afile_content, alist_batches), rows in OpenAI's batch format."""
+
+    # "up to 50,000 requests, and a batch input file can be up to 200 MB in size"
+    # (platform.openai.com/docs/guides/batch)
+    MAX_REQUESTS = 50_000
+    MAX_BYTES = 200 * 10**6
 
     def body(self, request: Request, messages: list[dict[str, Any]]) -> dict[str, Any]:
         return openai_body(request, messages)

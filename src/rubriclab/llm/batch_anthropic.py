@@ -39,6 +39,11 @@ CLOCK_SLACK_S = 300.0
 
 
 class AnthropicBatchAPI:
+    # "limited to either 100,000 Message requests or 256 MB in size, whichever is reached
+    # first" (docs.claude.com/en/docs/build-with-claude/batch-processing)
+    MAX_REQUESTS = 100_000
+    MAX_BYTES = 256 * 10**6
+
     def body(self, request: Request, messages: list[dict[str, Any]]) -> dict[str, Any]:
         return anthropic_params(request, messages)
 

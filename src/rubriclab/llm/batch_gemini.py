@@ -36,6 +36,10 @@ ENDPOINT = "/v1/chat/completions"  # litellm's argument; the job goes to batchGe
 
 
 class GeminiBatchAPI:
+    # An input file of up to 2 GB (ai.google.dev/gemini-api/docs/batch-api); no request count.
+    MAX_REQUESTS = None
+    MAX_BYTES = 2 * 10**9
+
     def body(self, request: Request, messages: list[dict[str, Any]]) -> dict[str, Any]:
         return gemini_body(request, messages)
 
