@@ -52,10 +52,11 @@ class ModelSettings:
     # budget, at most this many times, then counted as failed; it is never parsed.
     budget_doublings: int = 2
     # Cache misses of this model go to the provider's batch API (half price, answers within the
-    # provider's 24-hour window); only for the providers of BATCH_PROVIDERS. The batch is polled every `batch_poll_s` for at
-    # most `batch_max_wait_s` per run; a batch still running then stays stored and a rerun
-    # collects it. Requests a failed or expired batch did not answer are asked as ordinary
-    # calls (`batch_fallback: call`; cached only if they parse) or counted as failed (`fail`).
+    # provider's 24-hour window); only for the providers of BATCH_PROVIDERS. The batch is
+    # polled every `batch_poll_s` for at most `batch_max_wait_s` per run; a batch still
+    # running then stays stored and a rerun collects it. Requests a failed or expired batch
+    # did not answer are asked as ordinary calls (`batch_fallback: call`; cached only if they
+    # parse) or counted as failed (`fail`).
     batch: bool = False
     batch_poll_s: float = 60.0
     batch_max_wait_s: float = 26 * 3600.0
