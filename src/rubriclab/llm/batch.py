@@ -73,6 +73,9 @@ CREATE TABLE IF NOT EXISTS batch_requests (
 # Of a provider's limit on one batch's input, what a batch here fills at most (the rest is room
 # for what a row adds around its request body).
 FILL = 0.8
+# Uploading a batch's input, creating a batch of inline requests, downloading its results:
+# hundreds of megabytes may take longer than one model call's timeout_s.
+TRANSFER_TIMEOUT_S = 600.0
 
 T = TypeVar("T")
 
@@ -435,8 +438,13 @@ def _backoff(settings: ModelSettings, attempt: int) -> float:
     return delay * (0.5 + random.random() / 2)
 
 
-def litellm_connection(settings: ModelSettings) -> dict[str, Any]:
-    connection: dict[str, Any] = {"timeout": settings.timeout_s, "max_retries": 0}
+def transfer_timeout_s(settings: ModelSettings) -> float:
+    return max(settings.timeout_s, TRANSFER_TIMEOUT_S)
+
+
+def litellm_connection(settings: ModelSettings, transfer: bool = False) -> dict[str, Any]:
+    connection: dict[str, Any] = {"max_retries": 0, "timeout": transfer_timeout_s(settings)
+                                  if transfer else settings.timeout_s}
     if settings.api_base:
         connection["api_base"] = settings.api_base
     return connection
@@ -494,7 +502,7 @@ class OpenAIBatchAPI:
         data = ("\n".join(lines) + "\n").encode("utf-8")
         uploaded = await import_litellm().acreate_file(
             file=(f"rubriclab-{job.job_key[:16]}.jsonl", data), purpose="batch",
-            custom_llm_provider="openai", **litellm_connection(settings))
+            custom_llm_provider="openai", **litellm_connection(settings, transfer=True))
         return uploaded.id
 
     async def create(self, job: BatchJob, bodies: dict[str, dict[str, Any]],
@@ -538,7 +546,8 @@ class OpenAIBatchAPI:
 
 async def _litellm_file_text(provider: str, file_id: str, settings: ModelSettings) -> str:
     content = await import_litellm().afile_content(
-        file_id=file_id, custom_llm_provider=provider, **litellm_connection(settings))
+        file_id=file_id, custom_llm_provider=provider,
+        **litellm_connection(settings, transfer=True))
     raw = getattr(content, "content", content)
     return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
 

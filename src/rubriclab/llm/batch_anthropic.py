@@ -29,7 +29,7 @@ from typing import Any
 
 from .backends import PLACEHOLDER_API_KEY
 from .batch import (DONE, BatchJob, BatchOutcome, ProviderBatch, Retrying, answer_of,
-                    error_of, litellm_params)
+                    error_of, litellm_params, transfer_timeout_s)
 from .request import Request
 from .settings import ModelSettings
 
@@ -53,7 +53,7 @@ class AnthropicBatchAPI:
 
     async def create(self, job: BatchJob, bodies: dict[str, dict[str, Any]],
                      settings: ModelSettings) -> ProviderBatch:
-        async with _client(settings) as client:
+        async with _client(settings, transfer=True) as client:
             batch = await client.messages.batches.create(
                 requests=[{"custom_id": key, "params": params} for key, params in bodies.items()])
         return _batch(batch)
@@ -76,7 +76,7 @@ class AnthropicBatchAPI:
     async def results(self, job: BatchJob, batch: ProviderBatch, settings: ModelSettings,
                       retrying: Retrying) -> dict[str, BatchOutcome]:
         async def download() -> list[dict[str, Any]]:
-            async with _client(settings) as client:
+            async with _client(settings, transfer=True) as client:
                 decoder = await client.messages.batches.results(job.batch_id)
                 return [item.to_dict() async for item in decoder]
 
@@ -99,13 +99,14 @@ def anthropic_params(request: Request, messages: list[dict[str, Any]]) -> dict[s
     return body
 
 
-def _client(settings: ModelSettings) -> Any:
+def _client(settings: ModelSettings, transfer: bool = False) -> Any:
     import anthropic
 
     key = (PLACEHOLDER_API_KEY if settings.placeholder_api_key
            else os.environ.get("ANTHROPIC_API_KEY"))
     return anthropic.AsyncAnthropic(api_key=key, base_url=settings.api_base or None,
-                                    max_retries=0, timeout=settings.timeout_s)
+                                    max_retries=0, timeout=transfer_timeout_s(settings)
+                                    if transfer else settings.timeout_s)
 
 
 def _total(counts: Any) -> int:

@@ -50,7 +50,8 @@ class GeminiBatchAPI:
         data = ("\n".join(lines) + "\n").encode("utf-8")
         uploaded = await import_litellm().acreate_file(
             file=(f"{DISPLAY_PREFIX}{job.job_key[:16]}.jsonl", data, "application/jsonl"),
-            purpose="batch", custom_llm_provider="gemini", **litellm_connection(settings))
+            purpose="batch", custom_llm_provider="gemini",
+            **litellm_connection(settings, transfer=True))
         return uploaded.id
 
     async def create(self, job: BatchJob, bodies: dict[str, dict[str, Any]],
