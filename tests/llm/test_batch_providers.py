@@ -251,3 +251,25 @@ def test_a_batch_the_provider_no_longer_knows_falls_back(tmp_path, server, provi
         answers = client.run(questions(provider))
     assert all(a.outcome == "ok" and not a.batch for a in answers)
     assert api.calls["create"] == 1 and server.stats.requests[provider] == 4
+
+
+@pytest.mark.parametrize("name", ["openai", "gemini", "anthropic"])
+def test_polls_and_downloads_that_meet_429s_5xx_and_hangs_are_retried(tmp_path, monkeypatch,
+                                                                      name):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-a-secret")
+    faults = FaultMix(rate_limited=0.3, server_error=0.2, hang=0.15, fenced=0, truncated=0,
+                      refusal=0, long_think=0, latency_s=(0.0, 0.0), retry_after_s=0.05,
+                      hang_s=1.5)
+    model = MODELS.get(name, "openai/gpt-4o-mini-2024-07-18")
+    with RehearsalServer(faults=faults, seed=3) as server:
+        url = server.url + ("/v1" if name == "openai" else "")
+        cfg = LLMConfig(cache_dir=tmp_path / "cache", per_model={model: ModelSettings(
+            api_base=url, batch=True, batch_poll_s=0.05, timeout_s=1.0, num_retries=12,
+            backoff_s=0.01, max_backoff_s=0.05)})
+        requests = [Request.chat(model, [{"role": "user", "content": f"Is {i} even? {YES_NO}"}],
+                                 response_format="yes_no", max_tokens=4) for i in range(4)]
+        with LLMClient(cfg) as client:
+            answers = client.run(requests)
+        assert all(a.outcome == "ok" and a.batch for a in answers)
+        assert server.batch_apis[name].calls["create"] == 1
+        assert server.stats.faults["hang"] and server.stats.faults["rate_limited"]

@@ -111,7 +111,11 @@ class RehearsalServer:
                 if self.path == "/stats":
                     self.reply(200, server.stats_dict())
                 elif api is not None:
-                    self.reply(*api.get(self.path, self.headers))
+                    fault = server.poll_fault(api)
+                    if fault == "hang":  # the client has given up by now
+                        self.close_connection = True
+                        return
+                    self.reply(*(fault or api.get(self.path, self.headers)))
                 else:
                     self.reply(404, {"error": {"message": f"no such path {self.path}"}})
 
@@ -182,6 +186,24 @@ class RehearsalServer:
 
     def batch_api(self, path: str) -> OpenAIBatches | GeminiBatches | AnthropicBatches | None:
         return next((api for api in self.batch_apis.values() if api.serves(path)), None)
+
+    def poll_fault(self, api: Any) -> str | tuple[int, dict, dict] | None:
+        """The transport fault a batch API read (a poll, a list, a download) meets, drawn from
+        the same mix as ordinary calls: "hang" (after hang_s), an error reply, or None.
+        Uploads and creations meet none: the imitation keeps each batch created once."""
+        with self._lock:
+            fault = self._fault(self._random.random())
+            if fault not in ("hang", "rate_limited", "server_error"):
+                return None
+            self.stats.faults[fault] += 1
+        wire = next(name for name, known in self.batch_apis.items() if known is api)
+        if fault == "hang":
+            time.sleep(self.faults.hang_s)
+            return "hang"
+        if fault == "rate_limited":
+            return _error(wire, 429, "rate limit reached, retry later",
+                          {"Retry-After": str(self.faults.retry_after_s)})
+        return _error(wire, 503, "the server had an error processing your request")
 
     # --- one request ---------------------------------------------------------------------
 
