@@ -25,7 +25,8 @@ Anthropic (the anthropic SDK's client.messages.batches):
     GET  /v1/messages/batches/{id}/results  its results (JSON lines), once ended
 
 Each row is answered by the server's own handling of the provider's ordinary endpoint
-(answer faults included; transport faults are the HTTP call's, not a row's), in a background
+(answer faults included; transport faults are the HTTP calls': polls, lists and downloads meet
+them, RehearsalServer.poll_fault, uploads and creations do not), in a background
 thread started by the first poll after creation, so a large batch takes a while as real ones
 do. `hold` keeps every batch in progress (a long batch); `outcome` decides how a batch ends once
 released: completed, failed (nothing answered), expired (OpenAI and Anthropic: the first half
