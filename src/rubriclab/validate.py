@@ -148,7 +148,7 @@ def configured_models(config: Mapping[str, Any]) -> dict[str, str]:
 
 
 def provider_list() -> list[str]:
-    from .llm.backends import import_litellm
+    from .llm.litellm_import import import_litellm
 
     return [str(getattr(p, "value", p)) for p in import_litellm().provider_list]
 

@@ -247,9 +247,9 @@ def test_an_unparseable_batch_answer_is_reasked_as_an_ordinary_call(tmp_path, se
     assert body["messages"][1]["content"].startswith("I'm sorry")
 
 
-@pytest.mark.parametrize("model", ["anthropic/claude-sonnet-4-5-20250929", "fake/hash"])
-def test_batch_for_a_provider_litellm_cannot_batch_is_refused_before_any_call(tmp_path, model):
-    with pytest.raises(BatchNotSupported, match="batch: true"):
+@pytest.mark.parametrize("model", ["deepseek/deepseek-chat", "fake/hash"])
+def test_batch_for_a_provider_without_a_batch_api_is_refused_before_any_call(tmp_path, model):
+    with pytest.raises(BatchNotSupported, match=r"batch: true.*anthropic/, gemini/, openai/"):
         LLMConfig.from_dict({"per_model": {model: {"batch": True}}}, cache_dir=tmp_path)
     with pytest.raises(ValueError, match="set per model"):
         LLMConfig.from_dict({"defaults": {"batch": True}}, cache_dir=tmp_path)
@@ -259,6 +259,13 @@ def test_batch_for_a_provider_litellm_cannot_batch_is_refused_before_any_call(tm
         with pytest.raises(BatchNotSupported):
             client.run([Request.chat(model, [{"role": "user", "content": "hi"}])])
     assert (tmp_path / "l.jsonl").read_text() == ""
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-5", "gemini/gemini-2.5-flash",
+                                   "anthropic/claude-sonnet-4-5-20250929"])
+def test_batch_is_accepted_for_the_three_providers(tmp_path, model):
+    cfg = LLMConfig.from_dict({"per_model": {model: {"batch": True}}}, cache_dir=tmp_path)
+    assert cfg.settings_for(model).batch
 
 
 def test_a_refused_submission_falls_back_and_a_failing_poll_does_not(tmp_path, server,
@@ -276,9 +283,44 @@ def test_a_refused_submission_falls_back_and_a_failing_poll_does_not(tmp_path, s
     server.batches.hold = True
     original_get = server.batches.get
     with monkeypatch.context() as patch:
-        patch.setattr(server.batches, "get", lambda path: (
-            (404, {"error": {"message": "gone"}}) if "/batches/" in path else original_get(path)))
+        patch.setattr(server.batches, "get", lambda path, headers=None: (
+            (500, {"error": {"message": "down"}}) if "/batches/" in path
+            else original_get(path, headers)))
         with LLMClient(config(tmp_path / "polled", server)) as client:
             answers = client.run(questions(), raise_on_failure=False)
     assert all(a.outcome == "failed" and "rerun collects it" in a.error for a in answers)
     assert server.stats.requests["openai"] == 4  # submitted, so never paid for again here
+
+
+def test_a_batch_the_provider_no_longer_knows_falls_back_instead_of_blocking(tmp_path, server,
+                                                                           monkeypatch):
+    server.batches.hold = True
+    with LLMClient(config(tmp_path, server, batch_max_wait_s=0.2)) as client:
+        client.run(questions(), raise_on_failure=False)  # submitted, still running
+    server.batches.batches.clear()  # the provider forgot it (deleted, or past retention)
+    server.batches.hold = False
+    with LLMClient(config(tmp_path, server)) as client:
+        answers = client.run(questions())
+    assert all(a.outcome == "ok" and not a.batch for a in answers)  # ordinary calls
+    (stored,) = BatchStore(tmp_path / "cache" / BatchStore.FILE_NAME).all()
+    assert stored.status == "gone"
+    assert server.batches.calls["create"] == 1 and server.stats.requests["openai"] == 4
+
+
+def test_requests_past_a_batch_limit_are_split_and_a_rerun_collects_the_parts(
+        tmp_path, server, monkeypatch):
+    from rubriclab.llm.batch import OpenAIBatchAPI
+
+    monkeypatch.setattr(OpenAIBatchAPI, "MAX_REQUESTS", 3)
+    server.batches.hold = True
+    with LLMClient(config(tmp_path, server, batch_max_wait_s=0.2)) as client:
+        client.run(questions(5), raise_on_failure=False)
+    assert server.batches.calls["create"] == 2  # 3 + 2
+    assert sorted(len(b["_rows"]) for b in server.batches.batches.values()) == [2, 3]
+    # A rerun that would split differently still collects the two batches it stored.
+    monkeypatch.setattr(OpenAIBatchAPI, "MAX_REQUESTS", 50_000)
+    server.batches.hold = False
+    with LLMClient(config(tmp_path, server)) as client:
+        answers = client.run(questions(5))
+    assert all(a.outcome == "ok" and a.batch for a in answers)
+    assert server.batches.calls["create"] == 2 and server.stats.requests["openai"] == 5

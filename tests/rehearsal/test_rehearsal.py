@@ -53,6 +53,19 @@ def test_every_wire_format_and_every_fault_was_met(rehearsed):
     assert server["cut_off"] > 0
 
 
+def test_batch_mode_answered_for_each_provider_of_paper_yaml(rehearsed):
+    """paper.yaml batches its OpenAI, Gemini and Anthropic models: the ledger has batch answers
+    of each, and the server answered batch rows on each provider's batch API."""
+    workdir, report = rehearsed
+    assert set(report["ledger"]["batch_by_provider"]) == {"openai", "gemini", "anthropic"}
+    assert all(n > 0 for n in report["ledger"]["batch_by_provider"].values())
+    server = report["server"]
+    assert set(server["batch_rows"]) == {"openai", "gemini", "anthropic"}
+    for provider in ("openai", "gemini", "anthropic"):
+        assert server["batch_calls"][provider]["create"] > 0
+    assert "answered by a provider's batch API: " in (workdir / "rehearsal_report.md").read_text()
+
+
 def test_faults_cost_retries_and_re_asks_not_answers(rehearsed):
     workdir, report = rehearsed
     ledger = report["ledger"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .fake import fake_answer, parse_fake_model
 from .formats import get_format
+from .litellm_import import import_litellm
 from .pricing import price
 from .request import Request
 from .settings import LLMConfig, ModelSettings
@@ -151,16 +151,6 @@ def endpoint_identity(api_base: str) -> str:
     parts = urlsplit(api_base.strip())
     return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"),
                        parts.query, ""))
-
-
-def import_litellm() -> Any:
-    # litellm would otherwise fetch its price map from the network at import.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.telemetry = False
-    litellm.suppress_debug_info = True
-    return litellm
 
 
 class Backends:

@@ -1,11 +1,15 @@
-"""Batch mode: a run's cache misses for a model sent to the provider's batch API through litellm.
+"""Batch mode: a run's cache misses for a model sent to its provider's batch API.
 
-Half the price of ordinary calls, answered within the provider's 24-hour window. The batch is
-stored beside the cache (`llm_batches.sqlite` in the cache directory) under a key over its
-model and request keys, before it is submitted and again once the provider names it, so a
-killed or restarted job polls the batch it already paid for instead of submitting another.
-Submitted batches also carry that key in their metadata: a job killed between the provider
-creating the batch and the id being stored finds it among the provider's recent batches.
+Half the price of ordinary calls, answered within the provider's 24-hour window. Three
+providers, each through its own module: OpenAI here and Gemini (`batch_gemini`) through
+litellm's file and batch calls, Anthropic's Message Batches (`batch_anthropic`) through the
+official anthropic SDK. Every batch is stored beside the cache (`llm_batches.sqlite` in the
+cache directory) under a key over its model and request keys, before it is submitted and again
+once the provider names it, so a killed or restarted job polls the batch it already paid for
+instead of submitting another. A job killed between the provider creating the batch and the id
+being stored finds it among the provider's recent batches: by the key in the batch's metadata
+(OpenAI) or display name (Gemini); Anthropic's batches carry neither (see `batch_anthropic`).
+A batch the provider no longer knows (404) counts as ended without answers.
 
 This module only submits, polls and reads results; `LLMClient` parses each answer with its
 request's format, caches and records it, and asks the requests a batch did not answer as
@@ -21,28 +25,29 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from .backends import RawAnswer, import_litellm, is_retryable, prompt_cache_tokens
+from .backends import RawAnswer, is_retryable, prompt_cache_tokens
 from .cache import open_wal_database
+from .litellm_import import import_litellm
 from .pricing import price, provider_of
 from .request import Request
-from .settings import LLMConfig, ModelSettings
+from .settings import (BATCH_FALLBACKS, BATCH_PROVIDERS, BatchNotSupported, LLMConfig,
+                       ModelSettings, check_batch_settings)
+
+__all__ = ["BATCH_FALLBACKS", "BATCH_PROVIDERS", "BatchJob", "BatchNotSupported",
+           "BatchOutcome", "BatchRunner", "BatchStore", "ProviderBatch", "check_batch_settings",
+           "job_key", "openai_body"]
 
 log = logging.getLogger("rubriclab.llm.batch")
 
-# Providers whose batches litellm (1.110) creates and reads through acreate_file /
-# acreate_batch / aretrieve_batch / afile_content in OpenAI's wire format. litellm reads
-# Anthropic's message batches but does not create them ("Batch creation not yet implemented
-# for Anthropic"), so anthropic/ models are refused rather than half supported.
-BATCH_PROVIDERS = frozenset({"openai"})
-BATCH_FALLBACKS = ("call", "fail")
 ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
 DONE = "completed"
-UNFINISHED = frozenset({"failed", "expired", "cancelled"})  # ended without answering all
+# Ended without answering all; "gone": the provider no longer knows the batch (404).
+UNFINISHED = frozenset({"failed", "expired", "cancelled", "gone"})
 METADATA_KEY = "rubriclab_job"
 
 _SCHEMA = """
@@ -57,26 +62,22 @@ CREATE TABLE IF NOT EXISTS batch_jobs (
 )
 """
 
+# The request keys of each job, so that a rerun finds the jobs its requests were split into.
+_REQUESTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS batch_requests (
+    job_key TEXT NOT NULL,
+    request_key TEXT NOT NULL,
+    PRIMARY KEY (job_key, request_key)
+)
+"""
+# Of a provider's limit on one batch's input, what a batch here fills at most (the rest is room
+# for what a row adds around its request body).
+FILL = 0.8
+# Uploading a batch's input, creating a batch of inline requests, downloading its results:
+# hundreds of megabytes may take longer than one model call's timeout_s.
+TRANSFER_TIMEOUT_S = 600.0
+
 T = TypeVar("T")
-
-
-class BatchNotSupported(ValueError):
-    pass
-
-
-def check_batch_settings(model: str, settings: ModelSettings, where: str) -> None:
-    """Refuse, naming the setting, batch settings that cannot work; before any call."""
-    if settings.batch_fallback not in BATCH_FALLBACKS:
-        raise ValueError(f"{where}: batch_fallback must be one of {list(BATCH_FALLBACKS)}, got "
-                         f"{settings.batch_fallback!r}")
-    if settings.batch_poll_s <= 0 or settings.batch_max_wait_s <= 0:
-        raise ValueError(f"{where}: batch_poll_s and batch_max_wait_s must be > 0, got "
-                         f"{settings.batch_poll_s} and {settings.batch_max_wait_s}")
-    if settings.batch and provider_of(model) not in BATCH_PROVIDERS:
-        raise BatchNotSupported(
-            f"{where}: batch: true, but model {model!r} is not of a provider whose batches "
-            f"litellm creates ({', '.join(sorted(BATCH_PROVIDERS))}/ models; litellm reads "
-            "Anthropic message batches but cannot create them); remove batch for this model")
 
 
 def job_key(model: str, keys: list[str]) -> str:
@@ -104,6 +105,7 @@ class BatchStore:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._db = open_wal_database(self.path, _SCHEMA)
+        self._db.execute(_REQUESTS_SCHEMA)
 
     def close(self) -> None:
         self._db.close()
@@ -115,9 +117,10 @@ class BatchStore:
         return BatchJob(*row) if row else None
 
     def save(self, job: BatchJob) -> BatchJob:
+        job = replace(job, updated_at=time.time())
         self._db.execute("INSERT OR REPLACE INTO batch_jobs VALUES (?, ?, ?, ?, ?, ?, ?)",
                          (job.job_key, job.model, job.requests, job.input_file_id, job.batch_id,
-                          job.status, time.time()))
+                          job.status, job.updated_at))
         return job
 
     def all(self) -> list[BatchJob]:
@@ -125,6 +128,25 @@ class BatchStore:
             "SELECT job_key, model, requests, input_file_id, batch_id, status, updated_at"
             " FROM batch_jobs ORDER BY updated_at").fetchall()
         return [BatchJob(*row) for row in rows]
+
+    def save_requests(self, key: str, request_keys: list[str]) -> None:
+        self._db.execute("BEGIN")
+        self._db.executemany("INSERT OR IGNORE INTO batch_requests VALUES (?, ?)",
+                             [(key, k) for k in request_keys])
+        self._db.execute("COMMIT")
+
+    def open_jobs(self, model: str) -> dict[str, set[str]]:
+        """Request keys of this model's jobs that may still answer (submitting, or submitted
+        and not known to have ended), by job key."""
+        rows = self._db.execute(
+            "SELECT r.job_key, r.request_key FROM batch_requests r JOIN batch_jobs j"
+            " ON r.job_key = j.job_key WHERE j.model = ? AND j.status NOT IN"
+            f" ({', '.join('?' * (len(UNFINISHED) + 1))})",
+            (model, *sorted(UNFINISHED), "collected")).fetchall()
+        jobs: dict[str, set[str]] = {}
+        for job, request in rows:
+            jobs.setdefault(job, set()).add(request)
+        return jobs
 
 
 @dataclass(frozen=True)
@@ -136,6 +158,60 @@ class BatchOutcome:
     error: str = ""
     batch_id: str | None = None
     running: bool = False
+
+
+@dataclass(frozen=True)
+class ProviderBatch:
+    """A provider's batch as the runner sees it. `status`: DONE, one of UNFINISHED, or the
+    provider's word for a batch still running; `handle`: what the provider returned."""
+
+    id: str
+    status: str
+    completed: int | str = "?"
+    failed: int | str = "?"
+    errors: str = ""
+    handle: Any = None
+
+
+class BatchAPI(Protocol):
+    """One provider's batch calls (OpenAIBatchAPI, batch_gemini.GeminiBatchAPI,
+    batch_anthropic.AnthropicBatchAPI). Each raises the provider's errors as they come."""
+
+    def body(self, request: Request, messages: list[dict[str, Any]]) -> dict[str, Any]: ...
+
+    async def upload(self, job: BatchJob, bodies: dict[str, dict[str, Any]],
+                     settings: ModelSettings) -> str | None: ...
+
+    async def create(self, job: BatchJob, bodies: dict[str, dict[str, Any]],
+                     settings: ModelSettings) -> ProviderBatch: ...
+
+    async def find(self, job: BatchJob, settings: ModelSettings,
+                   taken: set[str]) -> ProviderBatch | None: ...
+
+    async def retrieve(self, job: BatchJob, settings: ModelSettings) -> ProviderBatch: ...
+
+    async def results(self, job: BatchJob, batch: ProviderBatch, settings: ModelSettings,
+                      retrying: Retrying) -> dict[str, BatchOutcome]: ...
+
+
+class Retrying(Protocol):
+    async def __call__(self, settings: ModelSettings, what: str,
+                       call: Callable[[], Awaitable[T]]) -> T: ...
+
+
+def api_for(model: str) -> BatchAPI:
+    provider = provider_of(model)
+    if provider == "openai":
+        return OpenAIBatchAPI()
+    if provider == "gemini":
+        from .batch_gemini import GeminiBatchAPI
+
+        return GeminiBatchAPI()
+    if provider == "anthropic":
+        from .batch_anthropic import AnthropicBatchAPI
+
+        return AnthropicBatchAPI()
+    raise BatchNotSupported(f"model {model!r}: no batch API for provider {provider!r}")
 
 
 class BatchRunner:
@@ -154,14 +230,55 @@ class BatchRunner:
             self._store.close()
             self._store = None
 
-    async def run(self, model: str, requests: dict[str, Request]) -> dict[str, BatchOutcome]:
-        """Answers (or reasons) for `requests` (key -> request), all of one model."""
+    async def run(self, model: str, requests: dict[str, Request],
+                  messages: dict[str, list[dict[str, Any]]] | None = None
+                  ) -> dict[str, BatchOutcome]:
+        """Answers (or reasons) for `requests` (key -> request), all of one model. `messages`:
+        the messages to send for a key, where they differ from the request's own (prompt-cache
+        marks); the key stays the request's.
+
+        Requests a stored job of an earlier run holds go to that job; the others are split
+        into batches within the provider's limits (requests and bytes per batch)."""
+        messages = messages or {}
+        api = api_for(model)
+        outcomes: dict[str, BatchOutcome] = {}
+        for part in await asyncio.gather(*(self._run_one(api, model, group, messages)
+                                           for group in self._groups(api, model, requests,
+                                                                     messages))):
+            outcomes.update(part)
+        return outcomes
+
+    def _groups(self, api: BatchAPI, model: str, requests: dict[str, Request],
+                messages: dict[str, list[dict[str, Any]]]) -> list[dict[str, Request]]:
+        left = dict(requests)
+        groups = []
+        for request_keys in self.store.open_jobs(model).values():
+            if request_keys and request_keys <= left.keys():
+                groups.append({k: left.pop(k) for k in sorted(request_keys)})
+        most = getattr(api, "MAX_REQUESTS", None) or len(left) or 1
+        room = FILL * (getattr(api, "MAX_BYTES", None) or float("inf"))
+        group: dict[str, Request] = {}
+        size = 0
+        for k, request in left.items():
+            # The request's text, as JSON, stands for its row's size.
+            chars = len(json.dumps(messages.get(k) or request.message_dicts())) + 512
+            if group and (len(group) >= most or size + chars > room):
+                groups.append(group)
+                group, size = {}, 0
+            group[k] = request
+            size += chars
+        if group:
+            groups.append(group)
+        return groups
+
+    async def _run_one(self, api: BatchAPI, model: str, requests: dict[str, Request],
+                       messages: dict[str, list[dict[str, Any]]]) -> dict[str, BatchOutcome]:
         settings = self.config.settings_for(model)
         key = job_key(model, list(requests))
         try:
-            job = await self._submitted(model, key, requests, settings)
-            batch = await self._wait(job, settings)
-            return await self._results(job, batch, requests, settings)
+            job = await self._submitted(api, model, key, requests, messages, settings)
+            batch = await self._wait(api, job, settings)
+            return await self._results(api, job, batch, requests, settings)
         except _GaveUp as exc:
             return {k: BatchOutcome(None, str(exc), exc.batch_id, running=exc.running)
                     for k in requests}
@@ -181,7 +298,8 @@ class BatchRunner:
 
     # --- submission ----------------------------------------------------------------------
 
-    async def _submitted(self, model: str, key: str, requests: dict[str, Request],
+    async def _submitted(self, api: BatchAPI, model: str, key: str,
+                         requests: dict[str, Request], messages: dict[str, list[dict]],
                          settings: ModelSettings) -> BatchJob:
         """The stored batch of this job if it can still answer, else a new one."""
         job = self.store.get(key)
@@ -190,137 +308,109 @@ class BatchRunner:
                      "requests (status %s)", job.batch_id, model, len(requests), job.status)
             return job
         if job is not None and not job.batch_id:
-            found = await self._find_on_provider(key, settings)
+            found = await self._retrying(settings, "list", lambda: api.find(
+                job, settings, self._taken(key)))
             if found is not None:
                 log.info("[batch %s] %s: found the batch a killed job submitted for these %d "
                          "requests", found.id, model, len(requests))
                 return self.store.save(BatchJob(key, model, len(requests), job.input_file_id,
-                                                found.id, str(found.status), 0.0))
-        return await self._submit(model, key, requests, settings)
+                                                found.id, found.status, 0.0))
+        return await self._submit(api, model, key, requests, messages, settings)
 
-    async def _submit(self, model: str, key: str, requests: dict[str, Request],
-                      settings: ModelSettings) -> BatchJob:
-        litellm = import_litellm()
-        lines = [json.dumps({"custom_id": k, "method": "POST", "url": ENDPOINT,
-                             "body": openai_body(r)}, ensure_ascii=False)
-                 for k, r in requests.items()]
-        data = ("\n".join(lines) + "\n").encode("utf-8")
+    def _taken(self, key: str) -> set[str]:
+        """Batch ids other jobs of this store hold: never adopted as this job's."""
+        return {j.batch_id for j in self.store.all() if j.batch_id and j.job_key != key}
+
+    async def _submit(self, api: BatchAPI, model: str, key: str, requests: dict[str, Request],
+                      messages: dict[str, list[dict]], settings: ModelSettings) -> BatchJob:
+        bodies = {k: api.body(r, messages.get(k) or r.message_dicts())
+                  for k, r in requests.items()}
         job = self.store.save(BatchJob(key, model, len(requests), None, None, "submitting", 0.0))
-        uploaded = await self._retrying(settings, "upload", lambda: litellm.acreate_file(
-            file=(f"rubriclab-{key[:16]}.jsonl", data), purpose="batch",
-            custom_llm_provider=provider_of(model), **self._connection(settings)))
-        job = self.store.save(BatchJob(key, model, len(requests), uploaded.id, None,
-                                       "submitting", 0.0))
+        self.store.save_requests(key, list(requests))
+        file_id = await self._retrying(settings, "upload", lambda: api.upload(job, bodies,
+                                                                              settings))
+        job = self.store.save(BatchJob(key, model, len(requests), file_id, None, "submitting",
+                                       0.0))
         batch = None
         for attempt in range(settings.num_retries + 1):
             try:
-                batch = await litellm.acreate_batch(
-                    completion_window=COMPLETION_WINDOW, endpoint=ENDPOINT,
-                    input_file_id=uploaded.id, custom_llm_provider=provider_of(model),
-                    metadata={METADATA_KEY: key}, **self._connection(settings))
+                batch = await api.create(job, bodies, settings)
                 break
             except Exception as exc:  # noqa: BLE001 - classified, then retried or raised
                 if not is_retryable(exc) or attempt == settings.num_retries:
                     raise
                 # The provider may have created it before the connection failed: never twice.
-                batch = await self._find_on_provider(key, settings)
+                batch = await self._retrying(settings, "list", lambda: api.find(
+                    job, settings, self._taken(key)))
                 if batch is not None:
                     break
                 await asyncio.sleep(_backoff(settings, attempt))
-        job = self.store.save(BatchJob(key, model, len(requests), uploaded.id, batch.id,
-                                       str(batch.status), 0.0))
-        log.info("[batch %s] %s: submitted %d requests (%d bytes)", batch.id, model,
-                 len(requests), len(data))
+        job = self.store.save(BatchJob(key, model, len(requests), file_id, batch.id,
+                                       batch.status, 0.0))
+        log.info("[batch %s] %s: submitted %d requests", batch.id, model, len(requests))
         return job
-
-    async def _find_on_provider(self, key: str, settings: ModelSettings) -> Any | None:
-        """A batch of this job among the provider's most recent ones (one page)."""
-        litellm = import_litellm()
-        page = await self._retrying(settings, "list", lambda: litellm.alist_batches(
-            custom_llm_provider="openai", limit=100, **self._connection(settings)))
-        for batch in getattr(page, "data", None) or []:
-            metadata = getattr(batch, "metadata", None) or {}
-            if metadata.get(METADATA_KEY) == key and str(batch.status) not in UNFINISHED:
-                return batch
-        return None
 
     # --- waiting and results -------------------------------------------------------------
 
-    async def _wait(self, job: BatchJob, settings: ModelSettings) -> Any:
-        litellm = import_litellm()
+    async def _wait(self, api: BatchAPI, job: BatchJob, settings: ModelSettings
+                    ) -> ProviderBatch:
         started = time.monotonic()
         while True:
-            batch = await self._retrying(settings, "poll", lambda: litellm.aretrieve_batch(
-                batch_id=job.batch_id, custom_llm_provider=provider_of(job.model),
-                **self._connection(settings)))
-            status = str(batch.status)
+            try:
+                batch = await self._retrying(settings, "poll", lambda: api.retrieve(job,
+                                                                                  settings))
+            except Exception as exc:  # noqa: BLE001 - a batch the provider no longer knows
+                if getattr(exc, "status_code", None) != 404 and "NotFoundError" not in {
+                        c.__name__ for c in type(exc).__mro__}:
+                    raise
+                log.warning("[batch %s] %s: the provider no longer knows this batch (%s); "
+                            "counted as ended without answers", job.batch_id, job.model,
+                            type(exc).__name__)
+                batch = ProviderBatch(job.batch_id or "", "gone",
+                                      errors=f" (the provider answered 404: {exc})")
             waited = time.monotonic() - started
-            counts = getattr(batch, "request_counts", None)
             log.info("[batch %s] %s: %s, %s of %d requests done (%s failed), waited %.0fs",
-                     job.batch_id, job.model, status, getattr(counts, "completed", "?"),
-                     job.requests, getattr(counts, "failed", "?"), waited)
-            if status != job.status:
+                     job.batch_id, job.model, batch.status, batch.completed, job.requests,
+                     batch.failed, waited)
+            if batch.status != job.status:
                 job = self.store.save(BatchJob(job.job_key, job.model, job.requests,
-                                               job.input_file_id, job.batch_id, status, 0.0))
-            if status == DONE or status in UNFINISHED:
+                                               job.input_file_id, job.batch_id, batch.status,
+                                               0.0))
+            if batch.status == DONE or batch.status in UNFINISHED:
                 return batch
             if waited + settings.batch_poll_s > settings.batch_max_wait_s:
                 raise _GaveUp(
-                    f"batch {job.batch_id} of {job.model} still {status} after {waited:.0f}s "
-                    f"(batch_max_wait_s {settings.batch_max_wait_s:g}); it is stored in "
-                    f"{self.store.path}, so a rerun collects it without paying again",
+                    f"batch {job.batch_id} of {job.model} still {batch.status} after "
+                    f"{waited:.0f}s (batch_max_wait_s {settings.batch_max_wait_s:g}); it is "
+                    f"stored in {self.store.path}, so a rerun collects it without paying again",
                     job.batch_id, running=True)
             await asyncio.sleep(settings.batch_poll_s)
 
-    async def _results(self, job: BatchJob, batch: Any, requests: dict[str, Request],
-                       settings: ModelSettings) -> dict[str, BatchOutcome]:
-        status = str(batch.status)
+    async def _results(self, api: BatchAPI, job: BatchJob, batch: ProviderBatch,
+                       requests: dict[str, Request], settings: ModelSettings
+                       ) -> dict[str, BatchOutcome]:
+        status = batch.status
         outcomes: dict[str, BatchOutcome] = {}
-        for file_id in (getattr(batch, "output_file_id", None),
-                        getattr(batch, "error_file_id", None)):
-            if not file_id:
-                continue
-            for line_no, line in enumerate((await self._file_text(file_id, settings))
-                                           .splitlines(), start=1):
-                if not line.strip():
-                    continue
-                try:
-                    result = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"batch {job.batch_id}, file {file_id}, line {line_no}: "
-                                     f"not JSON ({exc})") from exc
-                key = result.get("custom_id")
+        if status != "gone":
+            for key, outcome in (await api.results(job, batch, settings,
+                                                   self._retrying)).items():
                 if key not in requests:
                     log.warning("[batch %s] result for unknown request %r ignored",
                                 job.batch_id, key)
                     continue
-                outcomes[key] = _outcome(job, result, settings)
-        reason = _batch_errors(batch)
+                outcomes[key] = outcome
         missing = BatchOutcome(None, f"batch {job.batch_id} of {job.model} ended {status} "
-                                     f"without an answer to this request{reason}", job.batch_id)
-        if status in UNFINISHED or status == DONE:
-            self.store.save(BatchJob(job.job_key, job.model, job.requests, job.input_file_id,
-                                     job.batch_id, status if status in UNFINISHED else "collected",
-                                     0.0))
+                                     f"without an answer to this request{batch.errors}",
+                               job.batch_id)
+        self.store.save(BatchJob(job.job_key, job.model, job.requests, job.input_file_id,
+                                 job.batch_id, status if status in UNFINISHED else "collected",
+                                 0.0))
         answered = sum(o.answer is not None for o in outcomes.values())
         log.info("[batch %s] %s: %s, %d of %d requests answered", job.batch_id, job.model,
                  status, answered, len(requests))
         return {k: outcomes.get(k, missing) for k in requests}
 
-    async def _file_text(self, file_id: str, settings: ModelSettings) -> str:
-        litellm = import_litellm()
-        content = await self._retrying(settings, "download", lambda: litellm.afile_content(
-            file_id=file_id, custom_llm_provider="openai", **self._connection(settings)))
-        raw = getattr(content, "content", content)
-        return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
-
     # --- plumbing ------------------------------------------------------------------------
-
-    def _connection(self, settings: ModelSettings) -> dict[str, Any]:
-        connection: dict[str, Any] = {"timeout": settings.timeout_s, "max_retries": 0}
-        if settings.api_base:
-            connection["api_base"] = settings.api_base
-        return connection
 
     async def _retrying(self, settings: ModelSettings, what: str,
                         call: Callable[[], Awaitable[T]]) -> T:
@@ -348,6 +438,129 @@ def _backoff(settings: ModelSettings, attempt: int) -> float:
     return delay * (0.5 + random.random() / 2)
 
 
+def transfer_timeout_s(settings: ModelSettings) -> float:
+    return max(settings.timeout_s, TRANSFER_TIMEOUT_S)
+
+
+def litellm_connection(settings: ModelSettings, transfer: bool = False) -> dict[str, Any]:
+    connection: dict[str, Any] = {"max_retries": 0, "timeout": transfer_timeout_s(settings)
+                                  if transfer else settings.timeout_s}
+    if settings.api_base:
+        connection["api_base"] = settings.api_base
+    return connection
+
+
+def answer_of(job: BatchJob, text: str, prompt_tokens: int, completion_tokens: int,
+              finish_reason: str, usage: Any, settings: ModelSettings) -> BatchOutcome:
+    """A batch's answer to one request, priced as a batch request at the model's configured
+    price or litellm's map (prompt-cache tokens at the batch cache rates where the usage
+    reports them)."""
+    read, written = prompt_cache_tokens(usage)
+    return BatchOutcome(RawAnswer(
+        text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+        cost_usd=price(job.model, prompt_tokens, completion_tokens, batch=True,
+                       cache_read_tokens=read, cache_write_tokens=written,
+                       configured=settings.price),
+        finish_reason=finish_reason or "stop", cache_read_tokens=read,
+        cache_write_tokens=written), batch_id=job.batch_id)
+
+
+def error_of(job: BatchJob, status: Any, message: str) -> BatchOutcome:
+    return BatchOutcome(None, f"batch {job.batch_id} of {job.model} answered this request "
+                              f"with an error (status {status}): {message}", job.batch_id)
+
+
+def parse_lines(job: BatchJob, where: str, text: str) -> list[dict[str, Any]]:
+    rows = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"batch {job.batch_id}, {where}, line {line_no}: not JSON "
+                             f"({exc})") from exc
+    return rows
+
+
+# --- OpenAI ------------------------------------------------------------------------------
+
+class OpenAIBatchAPI:
+    """OpenAI's file and batch API through litellm (acreate_file, acreate_batch,
+    aretrieve_batch, afile_content, alist_batches), rows in OpenAI's batch format."""
+
+    # "up to 50,000 requests, and a batch input file can be up to 200 MB in size"
+    # (platform.openai.com/docs/guides/batch)
+    MAX_REQUESTS = 50_000
+    MAX_BYTES = 200 * 10**6
+
+    def body(self, request: Request, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        return openai_body(request, messages)
+
+    async def upload(self, job: BatchJob, bodies: dict[str, dict[str, Any]],
+                     settings: ModelSettings) -> str | None:
+        lines = [json.dumps({"custom_id": k, "method": "POST", "url": ENDPOINT, "body": body},
+                            ensure_ascii=False) for k, body in bodies.items()]
+        data = ("\n".join(lines) + "\n").encode("utf-8")
+        uploaded = await import_litellm().acreate_file(
+            file=(f"rubriclab-{job.job_key[:16]}.jsonl", data), purpose="batch",
+            custom_llm_provider="openai", **litellm_connection(settings, transfer=True))
+        return uploaded.id
+
+    async def create(self, job: BatchJob, bodies: dict[str, dict[str, Any]],
+                     settings: ModelSettings) -> ProviderBatch:
+        batch = await import_litellm().acreate_batch(
+            completion_window=COMPLETION_WINDOW, endpoint=ENDPOINT,
+            input_file_id=job.input_file_id, custom_llm_provider="openai",
+            metadata={METADATA_KEY: job.job_key}, **litellm_connection(settings))
+        return _openai_batch(batch)
+
+    async def find(self, job: BatchJob, settings: ModelSettings,
+                   taken: set[str]) -> ProviderBatch | None:
+        """A batch of this job among the provider's most recent ones (one page)."""
+        page = await import_litellm().alist_batches(
+            custom_llm_provider="openai", limit=100, **litellm_connection(settings))
+        for batch in getattr(page, "data", None) or []:
+            metadata = getattr(batch, "metadata", None) or {}
+            if (metadata.get(METADATA_KEY) == job.job_key
+                    and str(batch.status) not in UNFINISHED):
+                return _openai_batch(batch)
+        return None
+
+    async def retrieve(self, job: BatchJob, settings: ModelSettings) -> ProviderBatch:
+        return _openai_batch(await import_litellm().aretrieve_batch(
+            batch_id=job.batch_id, custom_llm_provider="openai",
+            **litellm_connection(settings)))
+
+    async def results(self, job: BatchJob, batch: ProviderBatch, settings: ModelSettings,
+                      retrying: Retrying) -> dict[str, BatchOutcome]:
+        outcomes: dict[str, BatchOutcome] = {}
+        for file_id in (getattr(batch.handle, "output_file_id", None),
+                        getattr(batch.handle, "error_file_id", None)):
+            if not file_id:
+                continue
+            text = await retrying(settings, "download", lambda: _litellm_file_text(
+                "openai", file_id, settings))
+            for result in parse_lines(job, f"file {file_id}", text):
+                outcomes[result.get("custom_id")] = _openai_outcome(job, result, settings)
+        return outcomes
+
+
+async def _litellm_file_text(provider: str, file_id: str, settings: ModelSettings) -> str:
+    content = await import_litellm().afile_content(
+        file_id=file_id, custom_llm_provider=provider,
+        **litellm_connection(settings, transfer=True))
+    raw = getattr(content, "content", content)
+    return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+
+
+def _openai_batch(batch: Any) -> ProviderBatch:
+    counts = getattr(batch, "request_counts", None)
+    return ProviderBatch(str(batch.id), str(batch.status),
+                         getattr(counts, "completed", "?"), getattr(counts, "failed", "?"),
+                         _batch_errors(batch), batch)
+
+
 def _batch_errors(batch: Any) -> str:
     errors = getattr(batch, "errors", None)
     data = getattr(errors, "data", None) or (errors.get("data") if isinstance(errors, dict)
@@ -357,37 +570,28 @@ def _batch_errors(batch: Any) -> str:
     return f" ({'; '.join(messages[:3])})" if messages else ""
 
 
-def _outcome(job: BatchJob, result: dict[str, Any], settings: ModelSettings) -> BatchOutcome:
+def _openai_outcome(job: BatchJob, result: dict[str, Any], settings: ModelSettings
+                    ) -> BatchOutcome:
     response = result.get("response") or {}
     error = result.get("error")
     body = response.get("body") or {}
     if error or response.get("status_code") != 200:
         detail = error or body.get("error") or body
         message = detail.get("message") if isinstance(detail, dict) else str(detail)
-        return BatchOutcome(None, f"batch {job.batch_id} of {job.model} answered this request "
-                                  f"with an error (status {response.get('status_code')}): "
-                                  f"{message}", job.batch_id)
+        return error_of(job, response.get("status_code"), message)
     choice = (body.get("choices") or [{}])[0]
     usage = body.get("usage") or {}
-    prompt_tokens = int(usage.get("prompt_tokens") or 0)
-    completion_tokens = int(usage.get("completion_tokens") or 0)
-    read, written = prompt_cache_tokens(usage)
-    return BatchOutcome(RawAnswer(
-        text=(choice.get("message") or {}).get("content") or "",
-        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-        cost_usd=price(job.model, prompt_tokens, completion_tokens, batch=True,
-                       cache_read_tokens=read, cache_write_tokens=written,
-                       configured=settings.price),
-        finish_reason=str(choice.get("finish_reason") or "stop"),
-        cache_read_tokens=read, cache_write_tokens=written), batch_id=job.batch_id)
+    return answer_of(job, (choice.get("message") or {}).get("content") or "",
+                     int(usage.get("prompt_tokens") or 0),
+                     int(usage.get("completion_tokens") or 0),
+                     str(choice.get("finish_reason") or "stop"), usage, settings)
 
 
-def openai_body(request: Request) -> dict[str, Any]:
-    """The /v1/chat/completions body litellm would send for this request (an openai/ model),
-    with the same parameter mapping (max_completion_tokens for reasoning models, ...)."""
+def litellm_params(request: Request, provider: str) -> tuple[str, dict[str, Any]]:
+    """The model name and the optional parameters litellm maps a request's settings to for
+    the provider, as an ordinary call (Backends._complete_with_litellm) passes them."""
     import_litellm()
-    from litellm.types.utils import LlmProviders
-    from litellm.utils import ProviderConfigManager, get_optional_params
+    from litellm.utils import get_optional_params
 
     model = request.model.split("/", 1)[1]
     params: dict[str, Any] = {"max_tokens": request.budget}
@@ -399,10 +603,21 @@ def openai_body(request: Request) -> dict[str, Any]:
         params["top_p"] = request.top_p
     if request.stop:
         params["stop"] = list(request.stop)
-    optional = get_optional_params(model=model, custom_llm_provider="openai", **params)
+    return model, dict(get_optional_params(model=model, custom_llm_provider=provider, **params))
+
+
+def openai_body(request: Request, messages: list[dict[str, Any]] | None = None
+                ) -> dict[str, Any]:
+    """The /v1/chat/completions body litellm would send for this request (an openai/ model),
+    with the same parameter mapping (max_completion_tokens for reasoning models, ...)."""
+    from litellm.types.utils import LlmProviders
+    from litellm.utils import ProviderConfigManager
+
+    model, optional = litellm_params(request, "openai")
     config = ProviderConfigManager.get_provider_chat_config(model=model,
                                                             provider=LlmProviders.OPENAI)
-    body = dict(config.transform_request(model=model, messages=request.message_dicts(),
+    body = dict(config.transform_request(model=model,
+                                         messages=messages or request.message_dicts(),
                                          optional_params=optional, litellm_params={},
                                          headers={}))
     body.pop("stream", None)

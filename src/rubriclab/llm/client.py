@@ -33,7 +33,7 @@ from typing import Protocol
 from . import pricing
 from .backends import (AnswerCutOff, Backends, DeadlineExceeded, RawAnswer, is_model_fatal,
                        is_rate_limited, is_retryable, made_no_completion, retry_after_s)
-from .batch import BatchOutcome, BatchRunner, check_batch_settings
+from .batch import BatchOutcome, BatchRunner
 from .budget import (BudgetCannotGuard, BudgetExceeded, Reservation, SpendRecord,
                      spend_record_path, unguarded_message, unguarded_models, usd)
 from .cache import CacheBackend, CachedAnswer, Claim, SQLiteCache, make_answer
@@ -43,7 +43,7 @@ from .progress import Progress
 from .prompt_cache import cache_marked_messages, cacheable_prefixes, min_cacheable_tokens
 from .ratelimit import Booking, RateLimiter, RateLimitWait, estimate_prompt_tokens
 from .request import Completion, Request, Usage, cache_key, legacy_cache_keys
-from .settings import LLMConfig, ModelSettings
+from .settings import LLMConfig, ModelSettings, check_batch_settings
 
 log = logging.getLogger("rubriclab.llm")
 
@@ -199,9 +199,9 @@ class LLMClient:
                 # else another process is paying for it: waited for below, as an ordinary miss
         misses = [i for i in misses if results[i] is None]
         in_batch = {i for indices in batched.values() for i in indices}
-        self._cache_marks = self._prompt_cache_marks(
-            [requests[i] for i in misses if i not in in_batch],
-            [keys[i] for i in misses if i not in in_batch])
+        # Batched requests too: a batch request is sent as an ordinary call would be.
+        self._cache_marks = self._prompt_cache_marks([requests[i] for i in misses],
+                                                     [keys[i] for i in misses])
 
         progress = Progress(label, len(requests), len(requests) - len(misses),
                             interval_s=self.config.progress_interval_s)
@@ -261,7 +261,8 @@ class LLMClient:
         async def answer_batch(model: str, indices: list[int]) -> None:
             unique = {keys[i]: requests[i] for i in indices}
             try:
-                outcomes = await self.batches.run(model, unique)
+                outcomes = await self.batches.run(
+                    model, unique, {key: self._messages_for(r, key) for key, r in unique.items()})
 
                 async def settle(i: int) -> None:
                     async with limits[model]:
@@ -328,11 +329,13 @@ class LLMClient:
         completion = await self._call(request, key)
         if answer is None:
             return completion
-        # What the batch's unusable answer cost is part of what this request cost.
+        # What the batch's unusable answer cost is part of what this request cost; it was
+        # the first asking, so every prompt token of the call after it is a repeat's.
         usage = completion.usage
         cost = (None if completion.cost_usd is None or answer.cost_usd is None
                 else completion.cost_usd + answer.cost_usd)
         return replace(completion, attempts=completion.attempts + 1, cost_usd=cost, batch=True,
+                       repeat_prompt_tokens=usage.prompt_tokens,
                        usage=Usage(usage.prompt_tokens + answer.prompt_tokens,
                                    usage.completion_tokens + answer.completion_tokens,
                                    usage.cache_read_tokens + answer.cache_read_tokens,

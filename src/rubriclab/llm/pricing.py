@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from .litellm_import import import_litellm
 from .request import Request
 from .settings import ModelPrice
 
@@ -34,15 +35,9 @@ def is_free(model: str) -> bool:
     return model.startswith(("fake/", "local/"))
 
 
-def _litellm() -> Any:
-    from .backends import import_litellm  # (backends imports this module: not at the top)
-
-    return import_litellm()
-
-
 @lru_cache(maxsize=None)
 def _model_info(model: str) -> dict[str, Any] | None:
-    litellm = _litellm()
+    litellm = import_litellm()
     try:
         info = dict(litellm.get_model_info(model=model))
     except Exception:  # noqa: BLE001 - litellm raises several kinds for a model not in its map
@@ -92,7 +87,7 @@ def price(model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool
                                  cache_read_tokens, cache_write_tokens)
     if not is_priced(model, batch=batch):
         return None
-    litellm = _litellm()
+    litellm = import_litellm()
     from litellm.cost_calculator import batch_cost_calculator
     from litellm.types.utils import Usage
 
@@ -171,7 +166,7 @@ def thinking_cap(request: Request) -> int:
 
 @lru_cache(maxsize=None)
 def _effort_budgets(model: str) -> dict[str, int]:
-    _litellm()
+    import_litellm()
     from litellm import constants as c
 
     name = model.lower()

@@ -128,7 +128,7 @@ def prefix_text(request: Request, chars: int) -> str:
 
 def prefix_tokens(model: str, text: str) -> int:
     """Tokens of a prefix by litellm's counter for the model (litellm is imported here)."""
-    from .backends import import_litellm
+    from .litellm_import import import_litellm
 
     return int(import_litellm().token_counter(model=model, text=text))
 

@@ -11,6 +11,10 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_CACHE_DIR = Path(".cache/rubriclab")
+# Providers whose batch API rubriclab.llm.batch drives: OpenAI and Gemini (AI Studio) through
+# litellm, Anthropic's Message Batches through the anthropic SDK.
+BATCH_PROVIDERS = frozenset({"openai", "gemini", "anthropic"})
+BATCH_FALLBACKS = ("call", "fail")
 
 
 @dataclass(frozen=True)
@@ -96,11 +100,11 @@ class ModelSettings:
     # budget, at most this many times, then counted as failed; it is never parsed.
     budget_doublings: int = 2
     # Cache misses of this model go to the provider's batch API (half price, answers within the
-    # provider's 24-hour window); only for providers whose batches litellm creates
-    # (rubriclab.llm.batch.BATCH_PROVIDERS). The batch is polled every `batch_poll_s` for at
-    # most `batch_max_wait_s` per run; a batch still running then stays stored and a rerun
-    # collects it. Requests a failed or expired batch did not answer are asked as ordinary
-    # calls (`batch_fallback: call`; cached only if they parse) or counted as failed (`fail`).
+    # provider's 24-hour window); only for the providers of BATCH_PROVIDERS. The batch is
+    # polled every `batch_poll_s` for at most `batch_max_wait_s` per run; a batch still
+    # running then stays stored and a rerun collects it. Requests a failed or expired batch
+    # did not answer are asked as ordinary calls (`batch_fallback: call`; cached only if they
+    # parse) or counted as failed (`fail`).
     batch: bool = False
     batch_poll_s: float = 60.0
     batch_max_wait_s: float = 26 * 3600.0
@@ -110,6 +114,26 @@ class ModelSettings:
     prompt_cache: bool = True
     # US dollars per million tokens, over litellm's price map (ModelPrice); per model only.
     price: ModelPrice | None = None
+
+
+class BatchNotSupported(ValueError):
+    pass
+
+
+def check_batch_settings(model: str, settings: ModelSettings, where: str) -> None:
+    """Refuse, naming the setting, batch settings that cannot work; before any call."""
+    if settings.batch_fallback not in BATCH_FALLBACKS:
+        raise ValueError(f"{where}: batch_fallback must be one of {list(BATCH_FALLBACKS)}, got "
+                         f"{settings.batch_fallback!r}")
+    if settings.batch_poll_s <= 0 or settings.batch_max_wait_s <= 0:
+        raise ValueError(f"{where}: batch_poll_s and batch_max_wait_s must be > 0, got "
+                         f"{settings.batch_poll_s} and {settings.batch_max_wait_s}")
+    provider = model.split("/", 1)[0] if "/" in model else ""
+    if settings.batch and provider not in BATCH_PROVIDERS:
+        raise BatchNotSupported(
+            f"{where}: batch: true, but model {model!r} is not of a provider with a batch API "
+            f"this tool drives ({', '.join(f'{p}/' for p in sorted(BATCH_PROVIDERS))} models); "
+            "remove batch for this model")
 
 
 @dataclass(frozen=True)
@@ -190,8 +214,6 @@ class LLMConfig:
             model: settings(defaults, values or {}, f"llm.per_model[{model!r}]")
             for model, values in (raw.get("per_model") or {}).items()
         }
-        from .batch import check_batch_settings
-
         for model, model_settings in per_model.items():
             check_batch_settings(model, model_settings, f"llm.per_model[{model!r}]")
         roles: dict[str, dict[str | None, RoleSettings]] = {}

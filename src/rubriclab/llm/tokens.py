@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from .backends import import_litellm
+from .litellm_import import import_litellm
 
 
 @functools.cache

@@ -46,6 +46,7 @@ PLACEHOLDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "DE
 # by the name the provider sees.
 THINKING_BY_DEFAULT = ("gemini-2.5-flash", "gpt-5", "qwen/qwq-32b", "qwen/qwen3-32b",
                        "qwen/qwen3-30b-a3b", "grok-4")
+BATCH_POLL_S = 0.2
 # The papers' sizes (carry: 12 Recon environments, three judges; transfer: 105 examples, an
 # eight-model panel; verify: 500 trials, the paper.yaml scale).
 PAPER_SIZES = {"recon_environments": 12, "carry_judges": 3, "transfer_examples": 105,
@@ -117,6 +118,9 @@ def overlay(config: Mapping[str, Any], server_url: str, workdir: Path,
             # The server's hangs last longer than this; retries wait little (they are not the
             # provider's real limits, which a paid run meets with the config's own settings).
             "timeout_s": 2.0, "backoff_s": 0.05, "max_backoff_s": 1.0, "num_retries": 8,
+            # A batch (where the config sets batch: true) is polled often: the server answers
+            # one in seconds, not the provider's hours.
+            "batch_poll_s": BATCH_POLL_S,
         }
     if unspoken:
         raise RehearsalFailed(f"the rehearsal server does not speak the wire format of "
@@ -189,7 +193,10 @@ def ledger_summary(workdir: Path) -> dict[str, Any]:
     if frame.empty:
         return {"requests": 0}
     outcomes = frame["outcome"].value_counts().to_dict()
+    batched = frame[frame["batch"].fillna(False).astype(bool)] if "batch" in frame else frame[:0]
     return {"requests": int(len(frame)), "cached": int(frame["cached"].sum()),
+            "batch_by_provider": {name: int(n) for name, n in
+                                  batched["model"].map(provider).value_counts().items()},
             "outcomes": {k: int(v) for k, v in outcomes.items()},
             "attempts": int(frame["attempts"].sum()), "reasks": int(frame["reasks"].sum()),
             "cut_off_failures": int(frame["error"].fillna("").str.startswith("AnswerCutOff").sum()),
@@ -271,7 +278,10 @@ def render_report(report: Mapping[str, Any], problems: list[str],
     lines += ["", f"Ledger: {ledger.get('requests', 0)} requests, outcomes "
               f"{ledger.get('outcomes', {})}, {ledger.get('attempts', 0)} attempts, "
               f"{ledger.get('reasks', 0)} re-asks, {ledger.get('cut_off_failures', 0)} failed "
-              "as cut off by their budget.",
+              "as cut off by their budget; answered by a provider's batch API: "
+              + (", ".join(f"{n} {name}" for name, n in
+                           sorted(ledger.get("batch_by_provider", {}).items())) or "none")
+              + ".",
               f"Faults served: {server['faults']}; answers cut off by their budget: "
               f"{server['cut_off']}.", ""]
     if plan_lines:

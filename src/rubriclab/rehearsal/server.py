@@ -7,7 +7,7 @@ It speaks the three wire formats litellm sends for paper.yaml's model strings:
     POST .../v1/messages                  Anthropic's messages API (anthropic/)
     POST .../models/<model>:generateContent   Google AI Studio's (gemini/)
 
-plus OpenAI's file and batch endpoints (rubriclab.rehearsal.batches), and answers every
+plus the three providers' batch endpoints (rubriclab.rehearsal.batches), and answers every
 request format of the pipeline (rubriclab.rehearsal.answers), with what real
 providers do now and then (`FaultMix`): latency, 429 with Retry-After, 5xx, a hang past the
 client's timeout, answers in markdown fences, truncated JSON and refusals. Reasoning models
@@ -34,7 +34,8 @@ from typing import Any
 from rubriclab.llm.tokens import prompt_tokens as prompt_tokens_of
 
 from rubriclab.llm.standins import answer
-from .batches import OpenAIBatches
+
+from .batches import AnthropicBatches, GeminiBatches, OpenAIBatches
 
 EFFORT_THINKING = {"minimal": 64, "low": 256, "medium": 512, "high": 1024}
 REFUSAL = "I'm sorry, but I can't help with that request."
@@ -75,6 +76,7 @@ class Stats:
     requests: Counter = field(default_factory=Counter)   # by wire format
     faults: Counter = field(default_factory=Counter)     # by fault
     formats: Counter = field(default_factory=Counter)    # by inferred response format
+    batch_rows: Counter = field(default_factory=Counter)  # of requests: answered in a batch
     cut_off: int = 0
 
 
@@ -84,6 +86,10 @@ class RehearsalServer:
                  min_cacheable_tokens: int = 1024):
         self.faults = faults
         self.batches = OpenAIBatches(self.handle)
+        self.gemini_batches = GeminiBatches(self.handle)
+        self.anthropic_batches = AnthropicBatches(self.handle)
+        self.batch_apis = {"openai": self.batches, "gemini": self.gemini_batches,
+                           "anthropic": self.anthropic_batches}
         self.min_cacheable_tokens = min_cacheable_tokens
         self._prompt_cache: set[tuple[str, str]] = set()  # (model, marked prefix) written
         self.reasoning = reasoning or {}
@@ -102,18 +108,24 @@ class RehearsalServer:
                 pass
 
             def do_GET(self) -> None:
+                api = server.batch_api(self.path)
                 if self.path == "/stats":
                     self.reply(200, server.stats_dict())
-                elif server.batches.serves(self.path):
-                    self.reply(*server.batches.get(self.path))
+                elif api is not None:
+                    fault = server.poll_fault(api)
+                    if fault == "hang":  # the client has given up by now
+                        self.close_connection = True
+                        return
+                    self.reply(*(fault or api.get(self.path, self.headers)))
                 else:
                     self.reply(404, {"error": {"message": f"no such path {self.path}"}})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
-                if server.batches.serves(self.path):
-                    self.reply(*server.batches.post(self.path, self.headers, raw))
+                api = server.batch_api(self.path)
+                if api is not None:
+                    self.reply(*api.post(self.path, self.headers, raw))
                     return
                 try:
                     body = json.loads(raw or b"{}")
@@ -168,12 +180,38 @@ class RehearsalServer:
         with self._lock:
             return {"requests": dict(self.stats.requests), "faults": dict(self.stats.faults),
                     "formats": dict(self.stats.formats), "cut_off": self.stats.cut_off,
-                    "batch_calls": dict(self.batches.calls),
+                    "batch_rows": dict(self.stats.batch_rows),
+                    "batch_calls": {name: dict(api.calls)
+                                    for name, api in self.batch_apis.items()},
                     "fault_mix": asdict(self.faults)}
+
+    def batch_api(self, path: str) -> OpenAIBatches | GeminiBatches | AnthropicBatches | None:
+        return next((api for api in self.batch_apis.values() if api.serves(path)), None)
+
+    def poll_fault(self, api: Any) -> str | tuple[int, dict, dict] | None:
+        """The transport fault a batch API read (a poll, a list, a download) meets, drawn from
+        the same mix as ordinary calls: "hang" (after hang_s), an error reply, or None.
+        Uploads and creations meet none: the imitation keeps each batch created once."""
+        with self._lock:
+            fault = self._fault(self._random.random())
+            if fault not in ("hang", "rate_limited", "server_error"):
+                return None
+            self.stats.faults[fault] += 1
+        wire = next(name for name, known in self.batch_apis.items() if known is api)
+        if fault == "hang":
+            time.sleep(self.faults.hang_s)
+            return "hang"
+        if fault == "rate_limited":
+            return _error(wire, 429, "rate limit reached, retry later",
+                          {"Retry-After": str(self.faults.retry_after_s)})
+        return _error(wire, 503, "the server had an error processing your request")
 
     # --- one request ---------------------------------------------------------------------
 
-    def handle(self, path: str, body: dict) -> tuple[int | None, dict, dict]:
+    def handle(self, path: str, body: dict, in_batch: bool = False
+               ) -> tuple[int | None, dict, dict]:
+        """The answer to one request. `in_batch`: a row of a batch, which meets the answer
+        faults but not the transport ones (latency, hangs, 429s, 5xx are the HTTP call's)."""
         wire = _wire(path)
         if wire is None:
             return 404, {"error": {"message": f"no such path {path}"}}, {}
@@ -181,12 +219,18 @@ class RehearsalServer:
         request = _read_request(wire, body, gemini_model.group(1) if gemini_model else "")
         with self._lock:
             self.stats.requests[wire] += 1
+            if in_batch:
+                self.stats.batch_rows[wire] += 1
             if self.keep_bodies:
                 self.bodies.append((path, body))
             draw = self._random.random()
             latency = self._random.uniform(*self.faults.latency_s)
             long_think = self._random.random() < self.faults.long_think
             fault = self._fault(draw)
+            if in_batch:
+                latency = 0.0
+                if fault in ("hang", "rate_limited", "server_error"):
+                    fault = ""
             if fault:
                 self.stats.faults[fault] += 1
         time.sleep(latency)
