@@ -125,11 +125,26 @@ def open_wal_database(path: Path, schema: str, **connect: object) -> sqlite3.Con
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path, timeout=120, isolation_level=None, **connect)
-    db.execute("PRAGMA journal_mode=WAL")
+    _switch_to_wal(db, path)
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("PRAGMA busy_timeout=120000")
     db.execute(schema)
     return db
+
+
+def _switch_to_wal(db: sqlite3.Connection, path: Path, wait_s: float = 120.0) -> None:
+    """Put a database in WAL mode. Switching a new file's journal mode takes an exclusive
+    lock, and SQLite answers "database is locked" at once (its busy handler is not asked)
+    while another process creates the same file, so the switch is retried, within a bound."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise sqlite3.OperationalError(f"{path}: {exc}") from exc
+            time.sleep(0.05)
 
 
 def _process_alive(host: str, pid: int) -> bool:
