@@ -324,3 +324,23 @@ def test_requests_past_a_batch_limit_are_split_and_a_rerun_collects_the_parts(
         answers = client.run(questions(5))
     assert all(a.outcome == "ok" and a.batch for a in answers)
     assert server.batches.calls["create"] == 2 and server.stats.requests["openai"] == 5
+
+
+def test_a_role_that_opts_out_of_batches_asks_its_requests_as_ordinary_calls(tmp_path, server):
+    base = config(tmp_path, server)
+    opted_out = LLMConfig(cache_dir=base.cache_dir, per_model=base.per_model,
+                          progress_interval_s=0.05,
+                          roles=LLMConfig.from_dict({"roles": {"reviser": {"batch": False}}}).roles)
+    assert opted_out.batch_for(MODEL, "judge") and not opted_out.batch_for(MODEL, "reviser")
+    with LLMClient(opted_out, role="reviser") as client:
+        answers = client.run(questions(3))
+    assert [a.outcome for a in answers] == ["ok"] * 3 and not any(a.batch for a in answers)
+    assert server.batches.calls["create"] == 0
+    with LLMClient(opted_out, role="judge") as client:
+        assert all(a.batch for a in client.run(questions(6)[3:]))
+    assert server.batches.calls["create"] == 1
+
+
+def test_a_role_can_only_opt_out_of_batches():
+    with pytest.raises(ValueError, match=r"llm.roles.judge: batch is false .* got True"):
+        LLMConfig.from_dict({"roles": {"judge": {"batch": True}}})

@@ -53,6 +53,17 @@ def test_each_row_is_priced_as_its_config_sends_it():
     assert math.isclose(mini["configured_cost_usd"], 0.5 * mini["cost_usd"])
 
 
+def test_a_role_that_opts_out_of_batches_is_priced_as_it_is_sent():
+    row = judged(MINI, 20)
+    revising = replace(row, to_pay_requests=[replace(r, role="reviser")
+                                             for r in row.to_pay_requests])
+    llm = LLMConfig.from_dict({"per_model": {MINI: {"batch": True}},
+                               "roles": {"reviser": {"batch": False}}})
+    judging, revised = plan_table([row, revising], llm).itertuples()
+    assert judging.pricing == "batch" and revised.pricing == "standard"
+    assert revised.configured_cost_usd == revised.cost_usd
+
+
 def test_without_batch_or_prompt_caching_the_config_pays_standard_prices():
     table = table_for({"defaults": {"prompt_cache": False}})
     assert set(table["pricing"]) == {"standard"}

@@ -188,7 +188,7 @@ class LLMClient:
             self._check_budget_guards(model)
         batched: dict[str, list[int]] = defaultdict(list)
         for i in misses:
-            if self.config.settings_for(requests[i].model).batch:
+            if self.config.batch_for(requests[i].model, requests[i].role or self.role):
                 claim = self._claim(keys[i])
                 if claim.answer is not None:  # answered since the lookup
                     results[i] = self._from_cache(requests[i], keys[i], claim.answer)

@@ -138,9 +138,14 @@ def check_batch_settings(model: str, settings: ModelSettings, where: str) -> Non
 
 @dataclass(frozen=True)
 class RoleSettings:
-    """What a role (judge, reviser, ...) asks of a model besides its prompt: part of the key."""
+    """What a role (judge, reviser, ...) asks of a model besides its prompt: part of the key,
+    except `batch`, which is transport only."""
 
     reasoning_effort: str | None = None
+    # False: this role's requests are never sent to a batch, whatever its model's `batch`
+    # (a revision chain, each of whose rounds would wait on a batch of its own); None: the
+    # model's own setting.
+    batch: bool | None = None
 
 
 def _role_settings(values: dict[str, Any], where: str) -> RoleSettings:
@@ -149,6 +154,9 @@ def _role_settings(values: dict[str, Any], where: str) -> RoleSettings:
     if unknown:
         raise ValueError(f"{where}: unknown role setting(s) {sorted(unknown)}; known: "
                          f"{sorted(known)}")
+    if values.get("batch") not in (False, None):
+        raise ValueError(f"{where}: batch is false (never batch this role's requests) or null "
+                         f"(the model's own llm.per_model.<model>.batch), got {values['batch']!r}")
     return RoleSettings(**values)
 
 
@@ -179,6 +187,11 @@ class LLMConfig:
 
     def settings_for(self, model: str) -> ModelSettings:
         return self.per_model.get(model, self.defaults)
+
+    def batch_for(self, model: str, role: str | None) -> bool:
+        """Whether a request of this role to this model goes to the provider's batch API."""
+        return (self.settings_for(model).batch
+                and self.role_settings_for(role, model).batch is not False)
 
     def role_settings_for(self, role: str | None, model: str) -> RoleSettings:
         by_model = self.roles.get(role or "", {})

@@ -93,6 +93,14 @@ def prompt_caching(row: PlannedRow) -> PromptCaching:
     return result
 
 
+def _batched(row: PlannedRow, llm: LLMConfig) -> bool:
+    """Whether the config sends this row's requests to a batch (its model's `batch`, unless
+    their role opts out: llm.roles.<role>.batch: false)."""
+    if not row.to_pay_requests:
+        return llm.settings_for(row.model).batch
+    return any(llm.batch_for(row.model, r.role) for r in row.to_pay_requests)
+
+
 def plan_table(rows: Sequence[PlannedRow], llm: LLMConfig) -> pd.DataFrame:
     records = []
     for row in rows:
@@ -101,7 +109,7 @@ def plan_table(rows: Sequence[PlannedRow], llm: LLMConfig) -> pd.DataFrame:
         settings = llm.settings_for(row.model)
         configured = settings.price
         batchable = provider_of(row.model) in BATCH_PROVIDERS
-        pricing = (BATCH if settings.batch
+        pricing = (BATCH if _batched(row, llm)
                    else PROMPT_CACHING if settings.prompt_cache and caching.qualifying
                    else STANDARD)
         costs = {}
