@@ -193,3 +193,24 @@ def test_the_hours_line_states_the_batch_window_beside_the_hours():
     hours = next(line for line in markdown.splitlines() if line.startswith("- **Hours**"))
     assert f"`{MINI}` 0.1 (requests a minute)" in hours and "(concurrency)" in hours
     assert f"(`{MINI}`)" in hours and "up to 24 h a batch" in hours
+
+
+def test_an_anthropic_batch_prices_prompt_caching_at_the_documented_hit_rates():
+    from rubriclab.plan.report import BATCH_CACHE_HIT_RATES, prompt_caching
+
+    row = judged(SONNET, 20)
+    caching = prompt_caching(row)
+    assert caching.read_tokens > 0 and caching.write_tokens > 0
+    (batched,) = plan_table([row], LLMConfig.from_dict(
+        {"per_model": {SONNET: {"batch": True}}})).itertuples()
+    hits = BATCH_CACHE_HIT_RATES["expected"]
+    assert batched.batch_cost_usd == pytest.approx(price(
+        SONNET, row.prompt_tokens_to_pay, row.completion_tokens_to_pay, batch=True,
+        cache_read_tokens=round(hits * caching.read_tokens),
+        cache_write_tokens=caching.write_tokens + round((1 - hits) * caching.read_tokens)))
+    # no better than both discounts with every hit, no worse than a batch without caching
+    assert (batched.prompt_cached_cost_usd / 2 < batched.batch_cost_usd
+            < price(SONNET, row.prompt_tokens_to_pay, row.completion_tokens_to_pay, batch=True))
+    (uncached,) = plan_table([row], LLMConfig.from_dict(
+        {"per_model": {SONNET: {"batch": True, "prompt_cache": False}}})).itertuples()
+    assert uncached.batch_cost_usd == pytest.approx(batched.cost_usd / 2)
