@@ -432,7 +432,7 @@ def test_answers_are_deterministic_and_differ_between_askings():
 
 
 # --- after a re-ask ------------------------------------------------------------------------------
-# The server's faults (a fenced or truncated JSON answer, a refusal) make the client re-ask
+# The server's faults (a truncated JSON answer, a refusal) make the client re-ask
 # (rubriclab.llm.client): the same messages plus the unreadable answer as an assistant turn and
 # the format's reask_instruction as a new, last user message. The server answers that from the
 # messages alone too.

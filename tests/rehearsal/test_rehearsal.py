@@ -25,8 +25,9 @@ REDUCED = Path(__file__).with_name("reduced.yaml")
 def rehearsed(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("rehearsal")
     # Transport faults several times as frequent as the default mix, so a small run meets each
-    # of them. Faulty answers (fenced, truncated, refused) keep the default shares: each is
-    # asked again, and the ledger counts the re-ask's prompt, which the plan does not foresee.
+    # of them. Faulty answers keep the default shares: a fenced one is read as it is (one
+    # surrounding markdown fence); a truncated or refused one is asked again, and the ledger
+    # counts the re-ask's prompt apart, which the plan does not foresee.
     faults = FaultMix(rate_limited=0.04, server_error=0.03, hang=0.004, long_think=0.05,
                       retry_after_s=0.2, hang_s=2.5)
     report = rehearse([PAPER, REDUCED], workdir, cores=2,

@@ -8,7 +8,7 @@ It speaks the three wire formats litellm sends for paper.yaml's model strings:
     POST .../models/<model>:generateContent   Google AI Studio's (gemini/)
 
 plus the three providers' batch endpoints (rubriclab.rehearsal.batches), and answers every
-request format of the pipeline (rubriclab.rehearsal.answers), with what real
+request format of the pipeline (rubriclab.llm.standins), with what real
 providers do now and then (`FaultMix`): latency, 429 with Retry-After, 5xx, a hang past the
 client's timeout, answers in markdown fences, truncated JSON and refusals. Reasoning models
 spend part of the completion budget thinking: a budget too small for the thinking and the
@@ -51,7 +51,7 @@ class FaultMix:
     rate_limited: float = 0.02     # 429 with Retry-After
     server_error: float = 0.01     # 500, 503 or 529 (Anthropic's "overloaded")
     hang: float = 0.001            # no answer until after the client's timeout
-    fenced: float = 0.01           # a JSON answer wrapped in a markdown code fence
+    fenced: float = 0.01           # a JSON answer wrapped in a markdown code fence (read as is)
     truncated: float = 0.005       # a JSON answer cut short (finish_reason "stop")
     refusal: float = 0.003         # a polite refusal instead of the answer
     long_think: float = 0.03       # a reasoning model thinks 16 times its usual amount
