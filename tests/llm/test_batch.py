@@ -344,3 +344,28 @@ def test_a_role_that_opts_out_of_batches_asks_its_requests_as_ordinary_calls(tmp
 def test_a_role_can_only_opt_out_of_batches():
     with pytest.raises(ValueError, match=r"llm.roles.judge: batch is false .* got True"):
         LLMConfig.from_dict({"roles": {"judge": {"batch": True}}})
+
+
+def test_a_budget_refuses_a_batch_before_it_is_submitted_and_bills_one_it_holds(tmp_path,
+                                                                                server):
+    from dataclasses import replace as with_budget
+
+    from rubriclab.llm.budget import BudgetExceeded, SpendRecord, spend_record_path
+
+    ledger_path = tmp_path / "results" / "ledger" / "judge.jsonl"
+    within = with_budget(config(tmp_path, server), budget_usd=1.0)
+    with LLMClient(within, ledger=Ledger(ledger_path, "judge")) as client:
+        answers = client.run(questions(4))
+    assert all(a.outcome == "ok" and a.batch for a in answers)
+    bill = SpendRecord(spend_record_path(ledger_path)).bill()
+    # the batch's booking was released once its answers were billed, each at what it cost
+    assert bill.in_flight_usd == pytest.approx(0.0, abs=1e-12)
+    assert bill.settled_usd == pytest.approx(sum(a.cost_usd for a in answers))
+    assert server.batches.calls["create"] == 1
+
+    tiny = with_budget(config(tmp_path, server), budget_usd=bill.settled_usd + 1e-9)
+    with LLMClient(tiny, ledger=Ledger(ledger_path, "judge")) as client:
+        with pytest.raises(BudgetExceeded, match="a batch of 4 requests to"):
+            client.run(questions(8)[4:])
+    assert server.batches.calls["create"] == 1  # refused before submitting, no ordinary call
+    assert server.stats.requests["openai"] == 4

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from .backends import RawAnswer, is_retryable, prompt_cache_tokens
+from .budget import BudgetExceeded
 from .cache import open_wal_database
 from .litellm_import import import_litellm
 from .pricing import price, provider_of
@@ -158,6 +159,15 @@ class BatchOutcome:
     error: str = ""
     batch_id: str | None = None
     running: bool = False
+    # Never submitted: its batch would have taken the run's bill past its budget.
+    over_budget: bool = False
+
+
+# Called before a new batch is submitted, with its model, requests and messages: books the
+# batch's worst case on the run's bill (raising BudgetExceeded to refuse it) and returns what
+# releases that booking once the batch's answers are read and billed one by one.
+BeforeSubmit = Callable[[str, dict[str, Request], dict[str, list[dict[str, Any]]]],
+                        Callable[[], None]]
 
 
 @dataclass(frozen=True)
@@ -215,8 +225,9 @@ def api_for(model: str) -> BatchAPI:
 
 
 class BatchRunner:
-    def __init__(self, config: LLMConfig):
+    def __init__(self, config: LLMConfig, before_submit: BeforeSubmit | None = None):
         self.config = config
+        self.before_submit = before_submit
         self._store: BatchStore | None = None
 
     @property
@@ -275,10 +286,18 @@ class BatchRunner:
                        messages: dict[str, list[dict[str, Any]]]) -> dict[str, BatchOutcome]:
         settings = self.config.settings_for(model)
         key = job_key(model, list(requests))
+        releases: list[Callable[[], None]] = []
         try:
-            job = await self._submitted(api, model, key, requests, messages, settings)
+            job = await self._submitted(api, model, key, requests, messages, settings, releases)
             batch = await self._wait(api, job, settings)
-            return await self._results(api, job, batch, requests, settings)
+            outcomes = await self._results(api, job, batch, requests, settings)
+            for release in releases:  # each answer is on the bill now, at what it cost
+                release()
+            return outcomes
+        except BudgetExceeded as exc:
+            log.warning("batch of %s for %d requests not submitted: %s", model, len(requests),
+                        exc)
+            return {k: BatchOutcome(None, str(exc), over_budget=True) for k in requests}
         except _GaveUp as exc:
             return {k: BatchOutcome(None, str(exc), exc.batch_id, running=exc.running)
                     for k in requests}
@@ -300,8 +319,11 @@ class BatchRunner:
 
     async def _submitted(self, api: BatchAPI, model: str, key: str,
                          requests: dict[str, Request], messages: dict[str, list[dict]],
-                         settings: ModelSettings) -> BatchJob:
-        """The stored batch of this job if it can still answer, else a new one."""
+                         settings: ModelSettings, releases: list[Callable[[], None]]
+                         ) -> BatchJob:
+        """The stored batch of this job if it can still answer (paid for already), else a new
+        one, booked on the run's bill first (`before_submit`; its release goes to
+        `releases`)."""
         job = self.store.get(key)
         if job is not None and job.batch_id and job.status not in UNFINISHED:
             log.info("[batch %s] %s: collecting the batch submitted before for these %d "
@@ -315,6 +337,8 @@ class BatchRunner:
                          "requests", found.id, model, len(requests))
                 return self.store.save(BatchJob(key, model, len(requests), job.input_file_id,
                                                 found.id, found.status, 0.0))
+        if self.before_submit is not None:
+            releases.append(self.before_submit(model, requests, messages))
         return await self._submit(api, model, key, requests, messages, settings)
 
     def _taken(self, key: str) -> set[str]:

@@ -156,6 +156,12 @@ class SpendRecord:
                         " settled_usd = settled_usd + ?, calls = calls + 1 WHERE id = 1",
                         (reservation.worst_usd, cost))
 
+    def release(self, reservation: Reservation) -> None:
+        """Take a booking off the calls in flight, adding nothing: what it stood for was
+        billed otherwise (a batch's answers, each added as it is read)."""
+        self.db.execute("UPDATE bill SET in_flight_usd = max(0, in_flight_usd - ?) WHERE id = 1",
+                        (reservation.worst_usd,))
+
     def add(self, cost_usd: float) -> None:
         """A call paid for without a reservation (a batch's answer): on the bill too."""
         self.db.execute("UPDATE bill SET settled_usd = settled_usd + ?, calls = calls + 1"

@@ -25,7 +25,7 @@ import random
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import replace
 from typing import Protocol
@@ -92,7 +92,7 @@ class LLMClient:
         self.ledger = ledger
         self.cache = cache if cache is not None else SQLiteCache(config.cache_path)
         self.backends = Backends(config)
-        self.batches = BatchRunner(config)
+        self.batches = BatchRunner(config, before_submit=self._reserve_batch)
         # Shared by every process of the run: the schedule of each model's requests and tokens
         # (beside the cache) and the run's bill (beside its ledgers).
         self.limiter = RateLimiter(config.cache_dir / "rate_limits.sqlite")
@@ -311,6 +311,10 @@ class LLMClient:
         hit = self.cache.get(key)
         if hit is not None:  # answered meanwhile (a duplicate request, another job)
             return self._from_cache(request, key, hit)
+        if outcome.over_budget:
+            self._budget_stop = self._budget_stop or outcome.error
+            return Completion(request=request, key=key, outcome="failed",
+                              error=f"{NOT_ATTEMPTED}: {outcome.error}", batch=True)
         answer = outcome.answer
         if answer is not None and _usable(request, answer):
             return replace(await self._call(request, key, prior=answer), batch=True)
@@ -389,6 +393,30 @@ class LLMClient:
         budget = self.config.budget_usd
         return self.spend.reserve(max(costs), math.inf if budget is None else budget,
                                   f"a call to {request.model!r}")
+
+    def _reserve_batch(self, model: str, requests: dict[str, Request],
+                       messages: dict[str, list[dict]]) -> Callable[[], None]:
+        """Book a new batch's worst case (every request at its whole budget, as a batch) on
+        the run's bill, or raise BudgetExceeded; what releases the booking once its answers
+        are billed. A batch whose answers are never read (a killed job, one still running
+        when this run stopped waiting) keeps its worst case on the bill."""
+        settings = self.config.settings_for(model)
+        if self.spend is None or pricing.is_free(model):
+            return lambda: None
+        worst = 0.0
+        for key, request in requests.items():
+            prompt = estimate_prompt_tokens(messages.get(key) or request.message_dicts())
+            costs = [pricing.price(model, prompt, request.budget, batch=True,
+                                   cache_write_tokens=written, configured=settings.price)
+                     for written in (0, prompt)]
+            if any(cost is None for cost in costs):
+                return lambda: None  # unknown price: refused before the first call under a budget
+            worst += max(costs)
+        budget = self.config.budget_usd
+        spend = self.spend
+        reservation = spend.reserve(worst, math.inf if budget is None else budget,
+                                    f"a batch of {len(requests)} requests to {model!r}")
+        return lambda: spend.release(reservation)
 
     async def _wait_for_rate(self, request: Request, messages: list[dict],
                              settings: ModelSettings, deadline: float) -> Booking | None:
