@@ -262,7 +262,7 @@ def _degrade() -> Request:
 def _judge(rubric: str) -> Request:
     recorder = Recorder()
     TP.judge_responses(ORIGINALS, EXAMPLES, {rubric: RUBRICS[rubric]}, MODEL, votes=3,
-                       temperature=0.7, ask=recorder.ask)
+                       temperature=0.7, ask=recorder.ask, reads=None)
     return only(recorder.requests, lambda r: True, f"judge ({rubric})")
 
 
@@ -285,7 +285,7 @@ def _intervention(position: int, system: str) -> Request:
     edit of criterion 1 (failing)."""
     recorder = Recorder()
     TP.intervene(ORIGINALS, EXAMPLES, VERDICTS, {TP.EXPERT: RUBRICS[TP.EXPERT]}, MODEL, 0.7, 512,
-                 criteria_per_rubric=2, ask=recorder.ask)
+                 criteria_per_rubric=2, ask=recorder.ask, criterion_edits=True)
     assert len(recorder.requests) == 4
     request = recorder.requests[position]
     assert system_of(request) == system
