@@ -10,9 +10,9 @@ in the model's rate limits, which every process of the run shares (`rubriclab.ll
 429 pauses the model for all of them), and books the attempt's worst-case cost on the run's bill,
 which stops the run before it passes `llm.budget_usd` (`rubriclab.llm.budget`). Errors that
 asking again cannot cure (authentication, missing credentials, unknown model, bad request) fail
-at once, and a model whose requests keep failing the same way is no longer asked. An answer is parsed strictly and
-re-asked a bounded number of times; it is cached the moment it parses, and only then. Every
-request is written to the ledger and counted in the progress line.
+at once, and a model whose requests keep failing the same way is no longer asked. An answer is
+parsed strictly and re-asked a bounded number of times; it is cached the moment it parses, and
+only then. Every request is written to the ledger and counted in the progress line.
 """
 
 from __future__ import annotations
@@ -384,14 +384,11 @@ class LLMClient:
         record, a model of unknown price without a budget)."""
         if self.spend is None or pricing.is_free(request.model):
             return None
-        prompt = estimate_prompt_tokens(messages)
-        costs = [pricing.price(request.model, prompt, request.budget, configured=settings.price),
-                 pricing.price(request.model, prompt, request.budget, cache_write_tokens=prompt,
-                               configured=settings.price)]
-        if any(cost is None for cost in costs):
+        worst = _worst_cost(request, messages, settings, batch=False)
+        if worst is None:
             return None  # unknown price: refused before the first call under a budget
         budget = self.config.budget_usd
-        return self.spend.reserve(max(costs), math.inf if budget is None else budget,
+        return self.spend.reserve(worst, math.inf if budget is None else budget,
                                   f"a call to {request.model!r}")
 
     def _reserve_batch(self, model: str, requests: dict[str, Request],
@@ -405,13 +402,11 @@ class LLMClient:
             return lambda: None
         worst = 0.0
         for key, request in requests.items():
-            prompt = estimate_prompt_tokens(messages.get(key) or request.message_dicts())
-            costs = [pricing.price(model, prompt, request.budget, batch=True,
-                                   cache_write_tokens=written, configured=settings.price)
-                     for written in (0, prompt)]
-            if any(cost is None for cost in costs):
+            cost = _worst_cost(request, messages.get(key) or request.message_dicts(), settings,
+                               batch=True)
+            if cost is None:
                 return lambda: None  # unknown price: refused before the first call under a budget
-            worst += max(costs)
+            worst += cost
         budget = self.config.budget_usd
         spend = self.spend
         reservation = spend.reserve(worst, math.inf if budget is None else budget,
@@ -668,6 +663,17 @@ class LLMClient:
                 self._settle_attempt(booking, reservation, settings, answer)
                 return answer, attempt + 1
         raise AssertionError("unreachable")
+
+
+def _worst_cost(request: Request, messages: list[dict], settings: ModelSettings, *,
+                batch: bool) -> float | None:
+    """The most one asking of `request` can cost: its prompt (estimated high) at the input or
+    the cache-write rate, whichever is higher, and its whole answer budget; None if unknown."""
+    prompt = estimate_prompt_tokens(messages)
+    costs = [pricing.price(request.model, prompt, request.budget, batch=batch,
+                           cache_write_tokens=written, configured=settings.price)
+             for written in (0, prompt)]
+    return None if any(cost is None for cost in costs) else max(costs)
 
 
 def _usable(request: Request, answer: RawAnswer) -> bool:
