@@ -4,8 +4,9 @@
 The bill lives in a spend record beside the run's ledgers (`results/ledger/spend.sqlite`), which
 no run deletes (like the attempts journals; the ledgers stay the accounting): what every
 finished call cost, plus the worst case of every call in flight. Before a paid call goes out it
-reserves its worst case (its prompt, estimated high, and its whole completion budget at the
-model's standard price) in a short BEGIN IMMEDIATE transaction, refused when the bill would
+reserves its worst case (its prompt, estimated high, at the input or cache-write rate, whichever
+is higher, and its whole completion budget; a new batch books every request so, at batch rates)
+in a short BEGIN IMMEDIATE transaction, refused when the bill would
 pass the budget; after the answer, the reservation is settled to what the call cost. A call
 that ended without a known cost (a timeout or a dropped connection, which a provider may
 bill; or a process killed in the middle) stays on the bill at its worst case; an HTTP error
