@@ -40,6 +40,7 @@ from .batches import AnthropicBatches, GeminiBatches, OpenAIBatches
 EFFORT_THINKING = {"minimal": 64, "low": 256, "medium": 512, "high": 1024}
 REFUSAL = "I'm sorry, but I can't help with that request."
 _GEMINI_PATH = re.compile(r"/models/([^/:]+):generateContent")
+_TRANSPORT_FAULTS = ("rate_limited", "server_error", "hang")
 _JSON_FORMATS = ("verdict_list_", "rubric_", "agent_action", "transfer_rubric",
                  "transfer_restated", "transfer_match_", "transfer_scores_")
 
@@ -58,6 +59,15 @@ class FaultMix:
     latency_s: tuple[float, float] = (0.0, 0.02)
     retry_after_s: float = 1.0
     hang_s: float = 5.0
+    # Transport faults the first ordinary calls meet, one each in this order, before the drawn
+    # mix takes over: a small run, whose calls mostly go in batches, is then sure to meet each.
+    opening: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.opening if name not in _TRANSPORT_FAULTS]
+        if unknown:
+            raise ValueError(f"FaultMix.opening: {unknown} are not transport faults "
+                             f"(one of {', '.join(_TRANSPORT_FAULTS)})")
 
     @classmethod
     def none(cls) -> FaultMix:
@@ -98,6 +108,7 @@ class RehearsalServer:
         self.keep_bodies = False
         self._random = random.Random(seed)
         self._asked: Counter = Counter()
+        self._opening = list(faults.opening)
         self._lock = threading.Lock()
         server = self
 
@@ -194,7 +205,7 @@ class RehearsalServer:
         Uploads and creations meet none: the imitation keeps each batch created once."""
         with self._lock:
             fault = self._fault(self._random.random())
-            if fault not in ("hang", "rate_limited", "server_error"):
+            if fault not in _TRANSPORT_FAULTS:
                 return None
             self.stats.faults[fault] += 1
         wire = next(name for name, known in self.batch_apis.items() if known is api)
@@ -229,8 +240,10 @@ class RehearsalServer:
             fault = self._fault(draw)
             if in_batch:
                 latency = 0.0
-                if fault in ("hang", "rate_limited", "server_error"):
+                if fault in _TRANSPORT_FAULTS:
                     fault = ""
+            elif self._opening:
+                fault = self._opening.pop(0)
             if fault:
                 self.stats.faults[fault] += 1
         time.sleep(latency)
