@@ -1,4 +1,5 @@
-"""carry's plan (dry runs, no model is called): every reviser runs every planned chain."""
+"""carry's plan (dry runs, no model is called): every reviser runs carry.chains.<d>.chains,
+the main reviser also main_reviser_chains."""
 
 import subprocess
 import sys
@@ -11,28 +12,44 @@ pytestmark = pytest.mark.pipeline
 REPO = Path(__file__).resolve().parents[2]
 
 
-def dry_run(tmp_path: Path, models: str, *targets: str) -> subprocess.CompletedProcess:
+def dry_run(tmp_path: Path, models: str, *targets: str, carry: str | None = None
+            ) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
          "-n", "--configfile", str(REPO / "config" / "config.yaml"),
-         "--config", f"models={models}", "--", *targets],
+         "--config", f"models={models}", *([f"carry={carry}"] if carry else []), "--",
+         *targets],
         capture_output=True, text=True, timeout=300)
 
 
-def test_every_reviser_gets_its_own_chains(tmp_path):
+def test_every_reviser_runs_the_papers_chains_and_the_main_one_the_rest(tmp_path):
     models = ("{'judge': 'fake/hash', 'generator': 'fake/hash', 'reviser': 'fake/hash?salt=a', "
               "'revisers': ['fake/hash?salt=a', 'fake/hash?salt=b']}")
-    result = dry_run(tmp_path, models, "figures/carry/table2_gate_replay.md")
+    result = dry_run(tmp_path, models, "figures/carry/table2_gate_replay.md",
+                     "figures/carry/fig4_self_review_drift.png")
     assert result.returncode == 0, result.stderr[-3000:]
     planned = {line.split("results/carry/chains/recon/", 1)[1].split()[0].rstrip(",;")
                for line in result.stdout.splitlines() if "results/carry/chains/recon/" in line}
-    slugs = {p.split("/")[0] for p in planned}
-    assert len(slugs) == 2 and all(s.startswith("fake_hash_salt_") for s in slugs)
-    # config.yaml plans four Recon chains (one seed); each reviser runs all four
-    for slug in slugs:
-        assert {p.split("/", 1)[1] for p in planned if p.startswith(slug)} == {
-            "hand-free-seed1.json", "hand-delete_only-seed1.json", "label-free-seed1.json",
-            "label-fixed_count-seed1.json"}
+    by_slug = {}
+    for path in planned:
+        slug, name = path.split("/", 1)
+        by_slug.setdefault(slug, set()).add(name)
+    # config.yaml: chains [hand:free, label:free] (every reviser), main_reviser_chains
+    # [hand:delete_only, label:fixed_count] (the main reviser, salt=a), one seed
+    assert by_slug == {
+        "fake_hash_salt_a": {"hand-free-seed1.json", "label-free-seed1.json",
+                             "hand-delete_only-seed1.json", "label-fixed_count-seed1.json"},
+        "fake_hash_salt_b": {"hand-free-seed1.json", "label-free-seed1.json"}}
+
+
+def test_a_chain_in_both_lists_stops_the_plan(tmp_path):
+    models = "{'judge': 'fake/hash', 'generator': 'fake/hash', 'reviser': 'fake/hash'}"
+    carry = ("{'chains': {'recon': {'rounds': 1, 'chains': ['hand:free', 'label:free'], "
+             "'main_reviser_chains': ['label:free']}}}")
+    result = dry_run(tmp_path, models, "figures/carry/table2_gate_replay.md", carry=carry)
+    assert result.returncode != 0
+    assert ("config key 'carry.chains.recon.main_reviser_chains': 'label:free' is also in "
+            "carry.chains.recon.chains") in result.stderr + result.stdout
 
 
 def test_the_main_reviser_must_be_among_the_revisers(tmp_path):

@@ -6,6 +6,7 @@ import re
 import sys
 from importlib.resources import files
 
+from rubriclab.carry.chains import check_chain_config, planned_chains
 from rubriclab.carry.prompts import template_fingerprint as judge_prompt_fingerprint
 from rubriclab.transfer.prompts import (
     template_fingerprint as transfer_prompt_fingerprint,
@@ -254,16 +255,23 @@ REVISER_BY_SLUG = {model_slug(model): model for model in REVISERS}
 MAIN_REVISER_SLUG = model_slug(REVISER)
 
 
+check_chain_config(config["carry"])
+
+
 def carry_chains(dataset):
     """(reviser slug, source, mode, seed) of every chain of the dataset: every reviser runs
-    every planned chain."""
-    plan = config["carry"]["chains"][dataset]
-    return [
-        (reviser, *entry.split(":"), seed)
-        for reviser in REVISER_BY_SLUG
-        for entry in plan["chains"]
-        for seed in config["carry"]["chains"]["seeds"]
-    ]
+    carry.chains.<dataset>.chains, the main reviser also its main_reviser_chains."""
+    return planned_chains(
+        config["carry"]["chains"][dataset],
+        config["carry"]["chains"]["seeds"],
+        list(REVISER_BY_SLUG),
+        MAIN_REVISER_SLUG,
+    )
+
+
+def paper_chains(dataset):
+    """The paper's chains of a dataset ("<source>:<mode>"): every reviser runs each."""
+    return config["carry"]["chains"][dataset]["chains"]
 
 
 def carry_chain_files(dataset, reviser=None):
@@ -326,6 +334,11 @@ CARRY_TABLES = [
     "table3_gates_human_labeled",
     "table4_recon_failing_checks",
     "table5_ragtruth_failing_checks",
+    # what the paper's outputs leave out: every chain of the run
+    "table2_supplement",
+    "table3_supplement",
+    "fig5b_supplement",
+    "fig6_supplement",
 ]
 
 
