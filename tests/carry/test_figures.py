@@ -7,8 +7,8 @@ import pytest
 
 from rubriclab.carry.figures import (
     FIG1_COLUMNS, FIG4_COLUMNS, FIG5_COLUMNS, FIG6_COLUMNS, RATES_COLUMNS,
-    fig1_strictness, fig4_self_review_drift, fig5_attribution_by_origin, fig5_title,
-    fig6_gated_quality,
+    fig1_strictness, fig4_self_review_drift, fig5_attribution_by_origin, fig5_table,
+    fig5_title, fig6_gated_quality, fig6_table, paper_chain_count,
 )
 from tests.figure_files import assert_figure_files, paths
 
@@ -17,7 +17,8 @@ OTHER = "anthropic/claude-haiku-4-5"
 N = {"correct_passed": 24, "flawed_caught": 48, "unplanned_caught": 12}
 BASE = dict(dataset="recon", judge=MAIN, item_set="recon108", environments="all", reviser="",
             source="hand", rendering="per_check", mode="", seed=0, round=0, gate="none",
-            variant="standard", low=math.nan, high=math.nan, n_undetermined=0)
+            variant="standard", n_no_evidence=0, low=math.nan, high=math.nan,
+            n_undetermined=0)
 
 
 def rate_rows(values: dict, **fields) -> list[dict]:
@@ -312,6 +313,60 @@ def test_fig6_errors(fig6_rates, tmp_path):
         fig6_gated_quality(fig6_rates[fig6_rates["round"] == 0], MAIN, *paths(tmp_path, "x"))
 
 
+def test_fig6_shows_the_papers_chains_and_their_refusals(fig6_rates, capture_figures,
+                                                         tmp_path):
+    rates = fig6_rates.copy()
+    second = rates[(rates["source"] == "hand") & (rates["mode"] == "free")
+                   & (rates["environments"] == "evaluation") & (rates["judge"] == MAIN)]
+    rates = pd.concat([rates, second.assign(seed=2)], ignore_index=True)
+    gated = rates["gate"].isin(["R", "S", "S+P"]) & (rates["round"] == 2)
+    hand_free = (rates["source"] == "hand") & (rates["mode"] == "free")
+    rates.loc[gated & hand_free, "n_no_evidence"] = 73.0
+    rates.loc[gated & hand_free & (rates["seed"] == 2), "n_no_evidence"] = 70.0
+    rates.loc[gated & (rates["mode"] == "delete_only"), "n_no_evidence"] = 500.0
+    table = fig6_gated_quality(rates, MAIN, *paths(tmp_path, "fig6p"),
+                               paper_chains=["hand:free", "label:free"])
+    got = table.set_index(["source", "gate", "metric"])
+    # the delete-only chain is not one of the paper's: it neither dilutes nor adds refusals
+    ungated = got.loc[("hand", "none", "correct_passed")]
+    assert (ungated["value"], ungated["chains"]) == (10.0, 2)
+    assert got.loc[("hand", "S+P", "correct_passed"), "value"] == 96.0
+    assert got.loc[("hand", "S", "flawed_caught"), "no_evidence"] == 71.5
+    assert got.loc[("hand", "S", "flawed_caught"), "no_evidence_max"] == 73.0
+    assert got.loc[("hand", "P", "flawed_caught"), "no_evidence"] == 0.0
+    assert got.loc[("label", "R", "correct_passed"), "no_evidence"] == 0.0
+    fig = capture_figures[-1]
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks == ["ungated", "Gate R\nrefused 71.5", "Gate P\nrefused 0",
+                     "Gate S\nrefused 71.5", "Gate S+P\nrefused 71.5"]
+    assert_readable(fig, shows=("2 chains per panel: free revision",
+                                "refused for want of evidence, mean per chain"))
+    # without the paper's chains every chain counts (the supplement's view)
+    every = fig6_table(rates, MAIN).set_index(["source", "gate", "metric"])
+    assert every.loc[("hand", "none", "correct_passed"), "chains"] == 3
+
+
+def test_fig5b_counts_the_papers_chains_only(fig5_frames, tmp_path):
+    attribution, deletions = fig5_frames
+    attribution = pd.concat([attribution, pd.DataFrame([
+        attribution_row("d1", "hand", 1.0, 0.0, mode="delete_only")])], ignore_index=True)
+    deletions = pd.concat([deletions, pd.DataFrame([
+        deletion_row("d1", "hand", True, True, mode="delete_only")])], ignore_index=True)
+    every = fig5_table(attribution, deletions, MAIN)
+    assert every.set_index("origin").loc["hand", "deleted"] == 3
+    paper = ["hand:free", "label:free"]
+    table = fig5_attribution_by_origin(attribution, deletions, MAIN, *paths(tmp_path, "f5p"),
+                                       paper_chains=paper)
+    hand = table.set_index("origin").loc["hand"]
+    assert (hand["deleted"], hand["deleted_with_blame"]) == (2, 1)
+    # panel (a) keeps every chain's check states: d1 of the delete-only chain counts there
+    assert hand["checks"] == 4
+    # rev/a's hand and label free chains, seed 1 (the deletions' seed 2 has no attribution)
+    assert paper_chain_count(attribution, MAIN, paper) == 2
+    assert fig5_title(table, 12) == ("2 of the 4 checks deleted across the 12 Recon revision "
+                                     "chains held a unique catch and 1 carried blame")
+
+
 # --------------------------------------------------------------------------- revisers
 
 def test_fig4_and_fig6_keep_revisers_apart(fig4_rates, fig6_rates, tmp_path):
@@ -464,25 +519,54 @@ def test_fig4_coincident_lines_keep_their_values_and_tags_sit_apart(capture_figu
     assert "unplanned reports" not in text
 
 
-def test_fig4_many_coincident_rings_stay_within_their_size_cap(capture_figures, tmp_path):
-    """Paper scale stacks up to 27 series on one start point: the rings stay distinct but
-    the outermost is capped, so it cannot spill over the axes."""
-    from rubriclab.carry.figures import FIG4_MARKER_LARGEST
+def paper_scale_fig4_rates(rounds=4):
+    """Recon chains as paper.yaml plans them: the main reviser runs every mode from both
+    starts, two more revisers the free chains; two seeds each."""
     rows = []
-    for source in ("hand", "label"):
-        for seed in range(1, 4):
-            for mode in ("free", "fixed_count", "delete_only"):
-                rows += chain(source, mode, seed,
-                              {0: metrics(0, 100, 100), 1: metrics(0, 100, 100)})
-    revisers = [frame(rows).assign(reviser=f"rev/{name}") for name in "abcdefghi"]
-    fig4_self_review_drift(pd.concat(revisers), MAIN, *paths(tmp_path, "fig4many"))
-    ax = capture_figures[-1].axes[0]
-    rings = [line for line in ax.get_lines() if line.get_markerfacecolor() == "none"
-             and len(line.get_xdata()) == 1 and line.get_xdata()[0] == 0
-             and line.get_ydata()[0] == 100.0]
-    sizes = [line.get_markersize() for line in rings]
-    assert len(rings) >= 9 and len(set(sizes)) == len(sizes)
-    assert max(sizes) <= FIG4_MARKER_LARGEST + 1e-9
+    for reviser, modes in (("rev/opus", ("free", "fixed_count", "delete_only")),
+                           ("rev/haiku", ("free",)), ("rev/sonnet", ("free",))):
+        for source in ("hand", "label"):
+            for mode in modes:
+                for seed in (1, 2):
+                    drift = 0 if mode == "delete_only" else 20 + seed
+                    rows += chain(source, mode, seed, {
+                        r: metrics(max(0, 97 - drift * r) if source == "hand" else 83,
+                                   83 + r if source == "hand" else 100 - drift * r / 4,
+                                   min(100, 10 * r * (source == "hand"))
+                                   if source == "hand" else 100 - drift * r)
+                        for r in range(rounds + 1)}, reviser=reviser)
+    return frame(rows)
+
+
+def test_fig4_is_small_multiples_one_panel_per_start_and_reviser(capture_figures, tmp_path):
+    """Paper scale (27 series in one panel before): one panel per start x reviser, the main
+    reviser's row first, at most modes x metrics lines in a panel, each reviser named in its
+    panels' titles; rings of coincident points stay within their size cap."""
+    from rubriclab.carry.figures import FIG4_MARKER_LARGEST
+    table = fig4_self_review_drift(paper_scale_fig4_rates(), MAIN, *paths(tmp_path, "fig4p"),
+                                   main_reviser="rev/opus")
+    fig = capture_figures[-1]
+    axes = [ax for ax in fig.axes if ax.get_title()]
+    assert len(axes) == 3 * 2
+    titles = [ax.get_title() for ax in axes]
+    assert titles[0].startswith("(a) From the hand-written rubric, review by rev/opus")
+    assert titles[1].startswith("(b) From the label-taught rubric, review by rev/opus")
+    assert "review by rev/haiku" in titles[2] and "review by rev/sonnet" in titles[4]
+    # the main reviser's panels have every mode; the others say which modes they lack
+    assert "no fixed-count or delete-only chain from this rubric" in titles[2]
+    assert "no " not in titles[0]
+    for ax, lines in zip(axes, (9, 9, 3, 3, 3, 3)):
+        drawn = [line for line in ax.get_lines() if len(line.get_xdata()) > 1]
+        assert len(drawn) == lines  # modes x metrics of that reviser, no other reviser's
+        rings = [line for line in ax.get_lines() if line.get_markerfacecolor() == "none"]
+        assert max(line.get_markersize() for line in rings) <= FIG4_MARKER_LARGEST + 1e-9
+    assert set(table["reviser"]) == {"rev/opus", "rev/haiku", "rev/sonnet"}
+    text = assert_readable(fig, shows=("free", "fixed count", "delete only", "2 seeds",
+                                       "one panel per start rubric and reviser"))
+    assert "review by rev/opus" in text
+    # readable at paper scale: each panel at least 5 x 3 inches
+    width, height = fig.get_size_inches()
+    assert width / 2 >= 5 and (height - 1.9) / 3 >= 3
 
 
 def test_counts_phrase_has_no_plural_after_one():

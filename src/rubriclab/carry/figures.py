@@ -31,10 +31,13 @@ from rubriclab.plotting import Overlaps, not_available, plural, ring_size, value
 from rubriclab.plotting import save_figure as _save
 from rubriclab.tidy import ensure_unique, require_columns, select
 
+from .chains import paper_chain_rows, split_chain
+
 RATES_COLUMNS = [
     "dataset", "judge", "item_set", "environments", "reviser", "source", "rendering", "mode",
     "seed",
-    "round", "gate", "variant", "metric", "value", "low", "high", "n", "n_undetermined",
+    "round", "gate", "variant", "n_no_evidence", "metric", "value", "low", "high", "n",
+    "n_undetermined",
 ]
 ATTRIBUTION_COLUMNS = [
     "dataset", "judge", "reviser", "source", "mode", "seed", "round", "scope", "check_id", "origin",
@@ -82,7 +85,7 @@ FIG4_COLUMNS = ["reviser", "source", "mode", "round", "metric", "value", "min", 
 FIG5_COLUMNS = ["origin", "checks", "mean_credit", "mean_blame", "deleted",
                 "deleted_with_unique_catch", "deleted_with_blame"]
 FIG6_COLUMNS = ["reviser", "source", "gate", "metric", "value", "min", "max", "chains", "final_round",
-                "start"]
+                "start", "no_evidence", "no_evidence_max"]
 
 
 # --------------------------------------------------------------------------- selection
@@ -99,6 +102,7 @@ def normalized_rates(rates: pd.DataFrame) -> pd.DataFrame:
         frame[column] = frame[column].astype(int)
     for column in ("value", "low", "high"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+    frame["n_no_evidence"] = pd.to_numeric(frame["n_no_evidence"], errors="raise").astype(float)
     return frame
 
 
@@ -348,58 +352,75 @@ def counts_phrase(counts: dict[str, int]) -> str:
 
 def fig4_self_review_drift(rates: pd.DataFrame, judge_main: str, out_png: Path,
                            out_pdf: Path, sources: Sequence[str] = ("hand", "label"),
-                           labels: ModelLabels | None = None) -> pd.DataFrame:
-    """Figure 4: self-review rounds on Recon-108, one panel per start source; colour = mode,
-    line style = metric (correct passed solid, flawed caught dashed, unplanned caught
-    dotted), marker = reviser; mean over seeds, min..max shaded when there is more than one
+                           labels: ModelLabels | None = None,
+                           main_reviser: str | None = None) -> pd.DataFrame:
+    """Figure 4: self-review rounds on Recon-108 as small multiples, one panel per start
+    source (columns) and reviser (rows; `main_reviser` first, the others in order); in each
+    panel colour = mode, line style = metric (correct passed solid, flawed caught dashed,
+    unplanned caught dotted); mean over seeds, min..max shaded when there is more than one
     seed."""
     labels = labels or ModelLabels()
     table = fig4_table(rates, judge_main, sources)
     counts = recon108_counts(rates, judge_main, "all")
-    fig, axes = plt.subplots(1, len(sources), figsize=(5.6 * len(sources), 5.0),
-                             squeeze=False, sharey=True)
+    revisers = list(dict.fromkeys(table["reviser"]))
+    if main_reviser in revisers:
+        revisers = [main_reviser, *(r for r in revisers if r != main_reviser)]
+    fig, axes = plt.subplots(len(revisers), len(sources),
+                             figsize=(FIG4_PANEL_WIDTH * len(sources),
+                                      1.9 + FIG4_PANEL_HEIGHT * len(revisers)),
+                             squeeze=False, sharey=True, sharex=True)
     try:
-        for index, (ax, source) in enumerate(zip(axes[0], sources)):
-            _fig4_panel(ax, table[table["source"] == source], index, source, table)
-        handles = _fig4_legend(table, labels)
+        for row, reviser in enumerate(revisers):
+            for column, source in enumerate(sources):
+                ax = axes[row][column]
+                _fig4_panel(ax, table[(table["source"] == source)
+                                      & (table["reviser"] == reviser)],
+                            row * len(sources) + column, source, table, reviser, labels)
+                if row < len(revisers) - 1:
+                    ax.set_xlabel("")
+                if column > 0:
+                    ax.set_ylabel("")
+        handles = _fig4_legend(table)
+        # one column per kind of handle: modes, metrics, the rest (filled column by column)
         columns = 3
-        fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), columns),
-                   fontsize=8, frameon=False)
+        legend_rows = max(len(ordered(table["mode"], MODE_ORDER)),
+                          len(ordered(table["metric"], METRICS)), len(handles) - len(
+                              ordered(table["mode"], MODE_ORDER)) - len(
+                              ordered(table["metric"], METRICS)))
+        fig.legend(handles=_legend_columns(handles, table, legend_rows), loc="lower center",
+                   ncol=columns, fontsize=9, frameon=False)
         seeds = int(table["seeds"].max())
         fig.suptitle(f"Self-review on Recon-108 ({counts_phrase(counts)}), "
-                     f"{labels(judge_main)} judge\n(mean over {plural(seeds, 'seed')} per mode; "
-                     f"lines of equal value lie on one another: their tags sit side by side along "
-                     f"them, their round points are concentric rings)", fontsize=10)
-        legend_rows = -(-len(handles) // columns)
-        fig.tight_layout(rect=(0, 0.03 + 0.04 * legend_rows, 1, 1))
+                     f"{labels(judge_main)} judge\none panel per start rubric and reviser; "
+                     f"mean over {plural(seeds, 'seed')} per mode\n(lines of equal value lie on "
+                     f"one another: their tags sit side by side along them, their round points "
+                     f"are concentric rings)", fontsize=10)
+        bottom = (0.25 + 0.22 * legend_rows) / (1.9 + FIG4_PANEL_HEIGHT * len(revisers))
+        fig.tight_layout(rect=(0, bottom, 1, 1))
         _save(fig, out_png, out_pdf)
     finally:
         plt.close(fig)
     return table
 
 
-REVISER_MARKERS = ["o", "s", "^", "D", "v", "P"]
+FIG4_PANEL_WIDTH, FIG4_PANEL_HEIGHT = 5.4, 3.3  # inches per panel
 FIG4_LINE_WIDTH = 1.4
+FIG4_ROUND_MARKER = "o"
 # points; each coincident round point larger, the outermost at most FIG4_MARKER_LARGEST
 FIG4_MARKER_SIZE, FIG4_MARKER_STEP, FIG4_MARKER_LARGEST = 4.5, 3.5, 15.0
 METRIC_TAGS = {"correct_passed": "*", "flawed_caught": "X", "unplanned_caught": "p"}
 
 
-def _reviser_marker(revisers: Sequence[str], reviser: str) -> str:
-    return REVISER_MARKERS[list(revisers).index(reviser) % len(REVISER_MARKERS)]
-
-
 def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str,
-                table: pd.DataFrame | None = None) -> None:
+                table: pd.DataFrame | None = None, reviser: str = "",
+                labels: ModelLabels | None = None) -> None:
     table = rows if table is None else table
-    revisers = list(dict.fromkeys(table["reviser"]))
     series_list = []
-    for reviser, mode in dict.fromkeys(zip(rows["reviser"], rows["mode"])):
+    for mode in ordered(rows["mode"], MODE_ORDER):
         for metric in ordered(rows["metric"], METRICS):
-            series = rows[(rows["reviser"] == reviser) & (rows["mode"] == mode)
-                          & (rows["metric"] == metric)].sort_values("round")
+            series = rows[(rows["mode"] == mode) & (rows["metric"] == metric)].sort_values("round")
             if not series.empty:
-                series_list.append((reviser, mode, metric, series))
+                series_list.append((mode, metric, series))
     # Every point and segment at its true round and value. Lines of equal value lie on one
     # another, so each segment carries a tag (shape = metric, colour = mode), the tags of
     # coincident segments side by side along it; coincident round points are concentric
@@ -414,7 +435,7 @@ def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str,
         for point in zip(series["round"].to_numpy(float), series["value"].to_numpy(float)):
             stacked.layer(*point)
     segments, points = Overlaps(), Overlaps()
-    for reviser, mode, metric, series in series_list:
+    for mode, metric, series in series_list:
         color = MODE_COLORS.get(mode, "black")
         x, y = series["round"].to_numpy(float), series["value"].to_numpy(float)
         ax.plot(x, y, color=color, linestyle=METRIC_LINESTYLES.get(metric, "-."),
@@ -428,7 +449,7 @@ def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str,
                     markeredgecolor="white", markeredgewidth=0.5, zorder=5, clip_on=False)
         for x0, y0 in zip(x, y):
             layer = points.layer(x0, y0)
-            ax.plot([x0], [y0], linestyle="none", marker=_reviser_marker(revisers, reviser),
+            ax.plot([x0], [y0], linestyle="none", marker=FIG4_ROUND_MARKER,
                     markersize=ring_size(layer, stacked.count(x0, y0), FIG4_MARKER_SIZE,
                                          FIG4_MARKER_STEP, FIG4_MARKER_LARGEST),
                     markerfacecolor="none", markeredgecolor=color, markeredgewidth=1.1,
@@ -436,34 +457,49 @@ def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str,
         if series["seeds"].max() > 1:
             ax.fill_between(x, series["min"], series["max"], color=color,
                             alpha=0.1, linewidth=0)
-    ax.set_xticks(sorted(rows["round"].unique()))
+    rounds = sorted(table["round"].unique())
+    ax.set_xticks(rounds)
     ax.set_xlabel("revision round")
-    rounds = sorted(rows["round"].unique())
     ax.set_xlim(rounds[0] - 0.15, rounds[-1] + 0.15)
     _percent_axis(ax, "y", low=-8, high=108)
     ax.set_ylabel("percent of reports")
-    title = _panel_title(index, f"From the {SOURCE_TITLES.get(source, source).lower()} rubric")
-    missing = [m for m in ordered(table["mode"], MODE_ORDER) if m not in set(rows["mode"])]
-    if missing:  # a mode of the legend with no chain here is not a line hidden at 0
-        names = " or ".join(MODE_TITLES.get(m, m).replace(" ", "-") for m in missing)
-        title += f"\n(no {names} chain from this rubric: not in the run's chains)"
-    ax.set_title(title, fontsize=10)
+    title = f"From the {SOURCE_TITLES.get(source, source).lower()} rubric"
+    if reviser:
+        title += f", review by {(labels or ModelLabels())(reviser)}"
+    title = _panel_title(index, title)
+    if rows.empty:
+        ax.text(0.5, 0.5, "no chain of this reviser from this rubric", ha="center",
+                va="center", transform=ax.transAxes, fontsize=9)
+    else:
+        missing = [m for m in ordered(table["mode"], MODE_ORDER) if m not in set(rows["mode"])]
+        if missing:  # a mode of the legend with no chain here is not a line hidden at 0
+            names = " or ".join(MODE_TITLES.get(m, m).replace(" ", "-") for m in missing)
+            title += f"\n(no {names} chain from this rubric)"
+    ax.set_title(title, fontsize=9.5)
     ax.grid(alpha=0.3)
 
 
-def _fig4_legend(table: pd.DataFrame, labels: ModelLabels | None = None) -> list:
-    labels = labels or ModelLabels()
-    handles = [Line2D([], [], color=MODE_COLORS.get(m, "black"), label=MODE_TITLES.get(m, m))
+def _legend_columns(handles: list, table: pd.DataFrame, rows: int) -> list:
+    """The handles padded so that a legend filled column by column holds the modes in its
+    first column, the metrics in its second and the rest in its third."""
+    modes = len(ordered(table["mode"], MODE_ORDER))
+    metrics = len(ordered(table["metric"], METRICS))
+    blank = Line2D([], [], linestyle="none", label=" ")
+    groups = [handles[:modes], handles[modes:modes + metrics], handles[modes + metrics:]]
+    return [h for group in groups for h in group + [blank] * (rows - len(group))]
+
+
+def _fig4_legend(table: pd.DataFrame) -> list:
+    handles = [Line2D([], [], color=MODE_COLORS.get(m, "black"), linewidth=2.2,
+                      label=MODE_TITLES.get(m, m))
                for m in ordered(table["mode"], MODE_ORDER)]
     handles += [Line2D([], [], color="black", linestyle=METRIC_LINESTYLES.get(m, "-."),
                        linewidth=FIG4_LINE_WIDTH, marker=METRIC_TAGS.get(m, "x"),
                        markevery=[1], markeredgecolor="white", markeredgewidth=0.5,
                        label=METRIC_TITLES.get(m, m))
                 for m in ordered(table["metric"], METRICS)]
-    revisers = list(dict.fromkeys(table["reviser"]))
-    handles += [Line2D([], [], color="black", linestyle="none", markerfacecolor="none",
-                       marker=_reviser_marker(revisers, r), label=f"review by {labels(r)}")
-                for r in revisers if r]
+    handles.append(Line2D([], [], color="black", linestyle="none", markerfacecolor="none",
+                          marker=FIG4_ROUND_MARKER, label="mean after each round"))
     if (table["seeds"] > 1).any():
         handles.append(Patch(color="gray", alpha=0.25, label="shaded: min..max over seeds"))
     return handles
@@ -487,9 +523,10 @@ def _with_mode(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def fig5_table(attribution: pd.DataFrame, deletions: pd.DataFrame,
-               judge_main: str) -> pd.DataFrame:
+               judge_main: str, paper_chains: Sequence[str] | None = None) -> pd.DataFrame:
     """Per check origin on Recon under judge_main: the number of check states, their mean
-    credit and blame, and the deleted checks with a unique catch / with any blame.
+    credit and blame (every chain), and the checks the paper's chains (`paper_chains`,
+    "<source>:<mode>"; None: every chain) deleted, with a unique catch / with any blame.
 
     Each distinct (reviser, source, mode, seed, round, scope, check_id) state counts once, in
     the attribution and in the deletions (a repeated row is dropped, the first kept).
@@ -499,7 +536,7 @@ def fig5_table(attribution: pd.DataFrame, deletions: pd.DataFrame,
     states = select(_with_mode(attribution), "Figure 5 (a) attribution", dataset="recon",
                     judge=judge_main).drop_duplicates(STATE_KEYS)
     # No chain deleting a check is a result (the title then says "0 of the 0"), not an error.
-    deletions = _with_mode(deletions)
+    deletions = paper_chain_rows(_with_mode(deletions), paper_chains)
     deleted = deletions[(deletions["dataset"] == "recon")
                         & (deletions["judge"] == judge_main)].drop_duplicates(STATE_KEYS)
     deleted = deleted.assign(had_unique_catch=_as_bool(deleted["had_unique_catch"],
@@ -518,23 +555,38 @@ def fig5_table(attribution: pd.DataFrame, deletions: pd.DataFrame,
     return table[FIG5_COLUMNS]
 
 
-def fig5_title(table: pd.DataFrame) -> str:
+def fig5_title(table: pd.DataFrame, chains: int | None = None) -> str:
+    """"78 of the 186 checks deleted across the 12 Recon revision chains held a unique catch
+    and 2 carried blame" (without `chains`: "... deleted checks ...")."""
     total = int(table["deleted"].sum())
     unique = int(table["deleted_with_unique_catch"].sum())
     blamed = int(table["deleted_with_blame"].sum())
-    return (f"{unique} of the {total} deleted checks held a unique catch and "
-            f"{blamed} carried blame")
+    where = ("deleted checks" if chains is None
+             else f"checks deleted across the {plural(chains, 'Recon revision chain')}")
+    return f"{unique} of the {total} {where} held a unique catch and {blamed} carried blame"
+
+
+def paper_chain_count(attribution: pd.DataFrame, judge_main: str,
+                      paper_chains: Sequence[str] | None) -> int:
+    """The Recon chains (reviser, source, mode, seed) behind Figure 5b: the paper's chains of
+    the attribution under judge_main."""
+    rows = paper_chain_rows(_with_mode(attribution), paper_chains)
+    rows = rows[(rows["dataset"] == "recon") & (rows["judge"] == judge_main)
+                & (rows["mode"] != "")]
+    return len(rows.drop_duplicates(CHAIN_KEYS))
 
 
 def fig5_attribution_by_origin(attribution: pd.DataFrame, deletions: pd.DataFrame,
                                judge_main: str, out_png: Path, out_pdf: Path,
-                               labels: ModelLabels | None = None) -> pd.DataFrame:
-    """Figure 5: (a) mean Shapley catch credit and false-fail blame per check, by origin;
-    (b) deleted checks by origin, with how many held a unique catch or carried blame.
-    Dataset recon, judge judge_main; each distinct (reviser, source, mode, seed, round,
-    scope, check_id) state counts once."""
+                               labels: ModelLabels | None = None,
+                               paper_chains: Sequence[str] | None = None) -> pd.DataFrame:
+    """Figure 5: (a) mean Shapley catch credit and false-fail blame per check, by origin
+    (every chain); (b) the checks the paper's chains (`paper_chains`) deleted, by origin, with
+    how many held a unique catch or carried blame. Dataset recon, judge judge_main; each
+    distinct (reviser, source, mode, seed, round, scope, check_id) state counts once."""
     model_labels = labels or ModelLabels()
-    table = fig5_table(attribution, deletions, judge_main)
+    table = fig5_table(attribution, deletions, judge_main, paper_chains)
+    chains = paper_chain_count(attribution, judge_main, paper_chains)
     labels = [_origin_label(origin, model_labels) for origin in table["origin"]]
     long_labels = max((len(label) for label in labels), default=0) > 30
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(max(12.5, 1.1 * len(labels) + 4),
@@ -553,7 +605,8 @@ def fig5_attribution_by_origin(attribution: pd.DataFrame, deletions: pd.DataFram
                 "deleted_with_blame": ("carried blame", "tab:red")})
             ax_b.set_ylabel("number of checks")
             ax_b.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax_b.set_title(_panel_title(1, f"Deleted checks by origin:\n{fig5_title(table)}"),
+        ax_b.set_title(_panel_title(1, "Deleted checks by origin:\n"
+                                       + fig5_title(table, chains).replace(" held", "\nheld")),
                        fontsize=10)
         states = int(table["checks"].sum())
         fig.suptitle(f"Attribution by check origin on Recon, {model_labels(judge_main)} judge "
@@ -598,12 +651,16 @@ def _grouped_bars(ax, labels: list[str], table: pd.DataFrame, columns: dict) -> 
 # --------------------------------------------------------------------------- Figure 6
 
 def fig6_table(rates: pd.DataFrame, judge_main: str,
-               sources: Sequence[str] = ("hand", "label")) -> pd.DataFrame:
+               sources: Sequence[str] = ("hand", "label"),
+               paper_chains: Sequence[str] | None = None) -> pd.DataFrame:
     """Gated rubrics after each chain's final round on Recon-108's evaluation environments
-    (variant standard, judge_main): per reviser, source, gate and metric the mean over the
-    chains (every mode and seed), its min..max, the number of chains, the final round (the
-    largest if chains differ) and the mean start value (round 0, gate none)."""
-    frame = normalized_rates(rates)
+    (variant standard, judge_main), over the paper's chains (`paper_chains`, "<source>:<mode>",
+    carry.chains.recon.chains; None: every chain): per reviser, source, gate and metric the
+    mean over the chains (their seeds), its min..max, the number of chains, the final round
+    (the largest if chains differ), the mean start value (round 0, gate none) and the changes
+    the gate refused for want of evidence (n_no_evidence at the final round: the mean per
+    chain and the largest)."""
+    frame = paper_chain_rows(normalized_rates(rates), paper_chains)
     rows = select(frame, "Figure 6", dataset="recon", item_set="recon108",
                   environments="evaluation", variant="standard", judge=judge_main,
                   gate=GATES)
@@ -633,22 +690,29 @@ def _fig6_source(rows: pd.DataFrame, source: str) -> pd.DataFrame:
                .agg(value="mean", min="min", max="max", chains="count").reset_index())
     summary["final_round"] = int(last["round"].max())
     summary["start"] = summary["metric"].map(start.groupby("metric")["value"].mean())
+    per_chain = last.groupby([*CHAIN_KEYS, "gate"], sort=False)["n_no_evidence"].max()
+    refused = per_chain.groupby(["reviser", "gate"], sort=False).agg(["mean", "max"])
+    index = pd.MultiIndex.from_frame(summary[["reviser", "gate"]])
+    summary["no_evidence"] = refused["mean"].reindex(index).to_numpy()
+    summary["no_evidence_max"] = refused["max"].reindex(index).to_numpy()
     return summary.assign(source=source)
 
 
 def fig6_gated_quality(rates: pd.DataFrame, judge_main: str, out_png: Path, out_pdf: Path,
                        sources: Sequence[str] = ("hand", "label"),
-                       labels: ModelLabels | None = None) -> pd.DataFrame:
+                       labels: ModelLabels | None = None,
+                       paper_chains: Sequence[str] | None = None) -> pd.DataFrame:
     """Figure 6: rubric quality after the final round, per gate (ungated, R, P, S, S+P),
-    on Recon-108's evaluation environments. Bars are the mean over every mode and seed of
-    the source's chains (whiskers: min..max over chains); dotted lines are the start
-    values (round 0), as a black tick across each bar."""
+    on Recon-108's evaluation environments, one row of panels per reviser. Bars are the mean
+    over the paper's chains of the source (`paper_chains`; their seeds), whiskers min..max over
+    those chains; dotted lines are the start values (round 0), as a black tick across each
+    bar. Under each gate: the changes it refused for want of evidence, mean per chain."""
     labels = labels or ModelLabels()
-    table = fig6_table(rates, judge_main, sources)
+    table = fig6_table(rates, judge_main, sources, paper_chains)
     counts = recon108_counts(rates, judge_main, "evaluation")
     revisers = list(dict.fromkeys(table["reviser"]))
     fig, axes = plt.subplots(len(revisers), len(sources),
-                             figsize=(5.8 * len(sources), 0.6 + 4.0 * len(revisers)),
+                             figsize=(5.8 * len(sources), 0.6 + 4.2 * len(revisers)),
                              squeeze=False, sharey=True)
     try:
         for row, reviser in enumerate(revisers):
@@ -668,16 +732,29 @@ def fig6_gated_quality(rates: pd.DataFrame, judge_main: str, out_png: Path, out_
         fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8,
                    frameon=False)
         chains = int(table["chains"].max())
+        modes = ("every mode" if paper_chains is None else " and ".join(
+            MODE_TITLES.get(m, m) for m in ordered([split_chain(c)[1] for c in paper_chains],
+                                                   MODE_ORDER)))
         fig.suptitle(f"Gated rubrics after round {int(table['final_round'].max())} on the "
                      f"Recon-108 evaluation environments ({counts_phrase(counts)}), "
-                     f"{labels(judge_main)} judge\n(mean over {plural(chains, 'chain')} of modes "
-                     f"and seeds; whiskers: min..max over chains, none where all chains "
-                     f"agree)", fontsize=10)
-        fig.tight_layout(rect=(0, 0.08, 1, 1))
+                     f"{labels(judge_main)} judge\nmean over {plural(chains, 'chain')} per "
+                     f"panel: {modes} revision, each seed (whiskers: min..max over chains, none "
+                     f"where all agree)\nunder each gate: the changes it refused for want of "
+                     f"evidence, mean per chain", fontsize=10)
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
         _save(fig, out_png, out_pdf)
     finally:
         plt.close(fig)
     return table
+
+
+def refused_label(gate: str, refused: float) -> str:
+    """A Figure 6 gate's tick label: "Gate S\nrefused 73" (mean refusals for want of evidence
+    per chain; one decimal where the mean is not whole); ungated has no gate to refuse."""
+    if gate == "none" or pd.isna(refused):
+        return GATE_TITLES[gate]
+    count = f"{refused:.0f}" if float(refused).is_integer() else f"{refused:.1f}"
+    return f"{GATE_TITLES[gate]}\nrefused {count}"
 
 
 def _fig6_panel(ax, rows: pd.DataFrame, index: int, source: str, reviser: str = "") -> None:
@@ -718,7 +795,8 @@ def _fig6_panel(ax, rows: pd.DataFrame, index: int, source: str, reviser: str = 
                        mine["start"].to_numpy(float))
         value_labels(ax, bars, mine["value"], tops=tops, fontsize=7, rotation=90)
     ax.set_xticks(np.arange(len(gates)))
-    ax.set_xticklabels([GATE_TITLES[g] for g in gates])
+    refused = rows.groupby("gate")["no_evidence"].first()
+    ax.set_xticklabels([refused_label(g, refused.get(g)) for g in gates], fontsize=8)
     _percent_axis(ax, "y", low=-4, high=118)  # room for the value labels over 100%
     ax.set_ylabel("percent of reports")
     by = f",\nreview by {reviser}" if reviser else ""
