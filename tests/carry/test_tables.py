@@ -9,8 +9,9 @@ from rubriclab.tidy import write_table
 
 from rubriclab.carry.figures import RATES_COLUMNS
 from rubriclab.carry.tables import (
-    positions_cell, table2_gate_replay, table3_gates_human_labeled,
-    table4_recon_failing_checks, table5_ragtruth_failing_checks,
+    fig5b_supplement, fig6_supplement, positions_cell, table2_gate_replay,
+    table3_gates_human_labeled, table3_supplement, table4_recon_failing_checks,
+    table5_ragtruth_failing_checks,
 )
 
 HAIKU, SONNET, OPUS = ("anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-4-5",
@@ -18,7 +19,8 @@ HAIKU, SONNET, OPUS = ("anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-4-
 N = {"correct_passed": 36, "flawed_caught": 72, "unplanned_caught": 12}
 BASE = dict(dataset="recon", judge=SONNET, item_set="recon108", environments="all", reviser=OPUS,
             source="hand", rendering="per_check", mode="free", seed=1, round=0, gate="none",
-            variant="standard", low=math.nan, high=math.nan, n_undetermined=0)
+            variant="standard", n_no_evidence=0, low=math.nan, high=math.nan,
+            n_undetermined=0)
 METRICS = ["correct_passed", "flawed_caught", "unplanned_caught"]
 
 
@@ -49,6 +51,11 @@ PAPER_TABLE2 = {  # (source, seed) -> state -> judge -> (cp, fc, uc), from the p
 }
 
 
+REFUSALS = {("hand", HAIKU): 3, ("hand", SONNET): 2.5, ("hand", OPUS): 3,
+            ("label", HAIKU): 0, ("label", SONNET): 0, ("label", OPUS): 0}
+PAPER_ROWS = [{"chain": "hand:free", "seed": 1}, {"chain": "label:free", "seed": 2}]
+
+
 @pytest.fixture
 def table2_rates():
     rows = []
@@ -58,7 +65,8 @@ def table2_rates():
             rows += rate_rows(states["start"][judge], round=0, **chain)
             rows += rate_rows((50, 50, 50), round=2, **chain)
             rows += rate_rows(states["ungated"][judge], round=4, **chain)
-            rows += rate_rows(states["loo"][judge], round=4, gate="S+P", variant="loo", **chain)
+            rows += rate_rows(states["loo"][judge], round=4, gate="S+P", variant="loo",
+                              n_no_evidence=REFUSALS[(source, judge)], **chain)
             # Distractors: an earlier loo round, a standard gated row, evaluation envs.
             rows += rate_rows((1, 1, 1), round=2, gate="S+P", variant="loo", **chain)
             rows += rate_rows((2, 2, 2), round=4, gate="S+P", **chain)
@@ -67,11 +75,13 @@ def table2_rates():
 
 
 def test_table2_cells_match_the_paper(table2_rates):
-    markdown, table = table2_gate_replay(table2_rates)
+    markdown, table = table2_gate_replay(table2_rates, PAPER_ROWS, OPUS)
+    refused = " refused without evidence"
     assert list(table.columns) == ["chain", "reviser", "source", "mode", "seed", "rubric_or_gate",
                                    "round",
-                                   HAIKU, HAIKU + " 95% CI", SONNET, SONNET + " 95% CI",
-                                   OPUS, OPUS + " 95% CI"]
+                                   HAIKU, HAIKU + " 95% CI", HAIKU + refused,
+                                   SONNET, SONNET + " 95% CI", SONNET + refused,
+                                   OPUS, OPUS + " 95% CI", OPUS + refused]
     # every rate carries its interval, in the same layout (the fixture's bounds are NaN)
     hand_start = table[(table["source"] == "hand") & (table["rubric_or_gate"] == "start")]
     assert hand_start[SONNET + " 95% CI"].item() == "[n/a, n/a] / [n/a, n/a] / [n/a, n/a]"
@@ -98,6 +108,35 @@ def test_table2_cells_match_the_paper(table2_rates):
                           f"{OPUS} judge"])
     assert "Table 2: Gate replay under 3 judge models" in markdown
     assert "correct passed / flawed caught / unplanned caught (%)" in markdown
+    # the refusals for want of evidence, per judge, on the gated row only
+    assert hand.loc["Gate S+P, leave-one-out", SONNET + refused] == 2.5
+    assert math.isnan(hand.loc["start", SONNET + refused])
+    assert has_run(rows, ["", "Gate S+P, leave-one-out", "97.2 / 83.3 / 0.0", "94.4 / 83.3 / 0.0",
+                          "91.7 / 83.3 / 0.0", "3 / 2.5 / 3"])
+    assert has_run(rows, ["", "ungated (round 4)", "5.6 / 98.6 / 91.7", "5.6 / 98.6 / 91.7",
+                          "5.6 / 98.6 / 91.7", "-"])
+    assert f"Refused without evidence ({HAIKU} / {SONNET} / {OPUS})" in markdown
+
+
+def test_table2_main_file_has_the_papers_shape_the_supplement_every_chain(table2_rates):
+    # more chains, as paper.yaml runs them: another reviser, another seed, another mode
+    extra = [table2_rates.assign(reviser=SONNET),
+             table2_rates[table2_rates["source"] == "hand"].assign(seed=2),
+             table2_rates[table2_rates["source"] == "hand"].assign(mode="delete_only")]
+    rates = pd.concat([table2_rates, *extra], ignore_index=True)
+    _, main = table2_gate_replay(rates, PAPER_ROWS, OPUS)
+    assert len(main) == 6 and set(main["reviser"]) == {OPUS}
+    assert list(zip(main["source"], main["seed"]))[::3] == [("hand", 1), ("label", 2)]
+    # the configured order, not the sort order
+    _, flipped = table2_gate_replay(rates, PAPER_ROWS[::-1], OPUS)
+    assert list(flipped["source"])[::3] == ["label", "hand"]
+    markdown, supplement = table2_gate_replay(rates, paper_chains=["hand:free", "label:free"])
+    assert len(supplement) == 3 * 6
+    assert supplement.groupby("mode")["paper_chain"].all().to_dict() == {
+        "delete_only": False, "free": True}
+    assert "Table 2 (supplement)" in markdown and "6 chains" in markdown
+    with pytest.raises(ValueError, match=r"no rows of chain label:free seed 1 of reviser"):
+        table2_gate_replay(rates, [{"chain": "label:free", "seed": 1}], OPUS)
 
 
 def test_table2_interval_cells_show_each_rates_bounds(table2_rates):
@@ -165,8 +204,40 @@ def table3_rates():
     return pd.concat([table, others], ignore_index=True)
 
 
-def test_table3_cells_and_headings(table3_rates):
-    markdown, table = table3_gates_human_labeled(table3_rates, OPUS)
+def test_table3_shows_single_chains_of_the_main_reviser_at_one_seed(table3_rates):
+    # as paper.yaml runs them: another seed and another reviser beside the main one
+    second = human_chain("summedits", "generated", "free", (70.0, 75.0),
+                         {"none": (50.0, 90.0), "S+P": (60.0, 80.0)}, SUMMEDITS_N, seed=2)
+    other = human_chain("summedits", "generated", "free", (70.0, 75.0),
+                        {"none": (40.0, 95.0)}, SUMMEDITS_N)
+    rates = pd.concat([table3_rates, frame(second), frame(other).assign(reviser=SONNET)],
+                      ignore_index=True)
+    markdown, table = table3_gates_human_labeled(rates, OPUS, OPUS, 1)
+    assert list(table["chain"]) == ["Generated, free", "Label-taught, fixed count",
+                                    "Label-taught, free"]
+    assert set(table["reviser"]) == {OPUS} and set(table["seed"]) == {"1"}
+    generated = table.iloc[0]
+    # seed 1's own cells (no mean with seed 2's 50.0 / 90.0)
+    assert [generated[c] for c in ("start", "ungated", "Gate S+P")] == [
+        "72.5 / 79.6", "58.8 / 87.8", "68.6 / 81.6"]
+    assert generated["start 95% CI"] == "[n/a, n/a] / [n/a, n/a]"
+    rows = table_rows(markdown)
+    assert has_run(rows, ["Generated, free", "72.5 / 79.6", "58.8 / 87.8", "64.7 / 83.7",
+                          "58.8 / 87.8", "68.6 / 81.6", "68.6 / 81.6"])
+    assert f"after round 2 of review by {OPUS}, seed 1" in markdown
+    assert "SummEdits (51 consistent, 49 inconsistent evaluation items)" in markdown
+    assert "mean of" not in markdown
+    _, seed2 = table3_gates_human_labeled(rates[rates["dataset"] == "summedits"], OPUS, OPUS, 2,
+                                          datasets=("summedits",))
+    assert list(seed2["chain"]) == ["Generated, free"]
+    assert seed2.iloc[0]["ungated"] == "50.0 / 90.0"
+    with pytest.raises(ValueError, match=r"dataset 'ragtruth': no chain of reviser .* at seed 2 "
+                                         r"\(carry.table3_seed\)"):
+        table3_gates_human_labeled(rates, OPUS, OPUS, 2)
+
+
+def test_table3_supplement_cells_and_headings(table3_rates):
+    markdown, table = table3_supplement(table3_rates, OPUS)
     chains = table[table["kind"] == "chain"]
     assert list(chains["dataset"]) == ["summedits", "summedits", "ragtruth"]
     by = f"review by {OPUS}"
@@ -192,11 +263,11 @@ def test_table3_cells_and_headings(table3_rates):
     assert "after round 2" in markdown
 
 
-def test_table3_has_one_row_per_chain_the_mean_of_its_seeds(table3_rates):
+def test_table3_supplement_has_one_row_per_chain_the_mean_of_its_seeds(table3_rates):
     second = human_chain("ragtruth", "label", "free", (80.4, 75.0),
                          {"none": (50.0, 90.0)}, RAGTRUTH_N, seed=2)
     rates = pd.concat([table3_rates, frame(second)], ignore_index=True)
-    markdown, table = table3_gates_human_labeled(rates, OPUS)
+    markdown, table = table3_supplement(rates, OPUS)
     rag = table[table["dataset"] == "ragtruth"]
     by = f"review by {OPUS}"
     assert list(rag["chain"]) == [f"Label-taught, free, {by}, seed 1",
@@ -214,12 +285,12 @@ def test_table3_has_one_row_per_chain_the_mean_of_its_seeds(table3_rates):
 
 def test_table3_errors(table3_rates):
     with pytest.raises(ValueError, match="dataset 'ragtruth'"):
-        table3_gates_human_labeled(table3_rates[table3_rates["dataset"] != "ragtruth"], OPUS)
+        table3_supplement(table3_rates[table3_rates["dataset"] != "ragtruth"], OPUS)
     with pytest.raises(ValueError, match="judge='openai/x'"):
-        table3_gates_human_labeled(table3_rates, "openai/x")
+        table3_gates_human_labeled(table3_rates, "openai/x", OPUS, 1)
     with pytest.raises(ValueError, match="'n_undetermined'"):
-        table3_gates_human_labeled(table3_rates.drop(columns="n_undetermined"), OPUS)
-    _, table = table3_gates_human_labeled(
+        table3_supplement(table3_rates.drop(columns="n_undetermined"), OPUS)
+    _, table = table3_supplement(
         table3_rates[table3_rates["dataset"] != "ragtruth"], OPUS, datasets=("summedits",))
     assert set(table["dataset"]) == {"summedits"}
 
@@ -310,3 +381,52 @@ def test_positions_cell():
     assert positions_cell("[2, 2, 1]", "x") == "{1, 2}"
     with pytest.raises(ValueError, match="1-based"):
         positions_cell("[0]", "x")
+
+
+# --------------------------------------------------------------------------- supplements
+
+def test_fig6_supplement_lists_every_chain_with_its_refusals():
+    from tests.carry.test_figures import MAIN, frame as fig_frame, gated_chain, metrics
+    rows = gated_chain("hand", "free", 1, 2, metrics(97, 83, 0), metrics(10, 98, 90),
+                       metrics(96, 83, 0), reviser="rev/a")
+    rows += gated_chain("hand", "delete_only", 1, 2, metrics(97, 83, 0), metrics(90, 80, 0),
+                        metrics(94, 81, 0), reviser="rev/a")
+    rows += gated_chain("label", "free", 2, 2, metrics(83, 100, 100), metrics(80, 85, 10),
+                        metrics(83, 99, 98), reviser="rev/b")
+    rates = fig_frame(rows)
+    rates.loc[(rates["gate"] == "S") & (rates["source"] == "hand"), "n_no_evidence"] = 7
+    markdown, table = fig6_supplement(rates, MAIN, ["hand:free", "label:free"])
+    assert list(table["chain"]) == ["Hand-written, free, review by rev/a, seed 1",
+                                    "Hand-written, delete only, review by rev/a, seed 1",
+                                    "Label-taught, free, review by rev/b, seed 2"]
+    assert list(table["paper_chain"]) == [True, False, True]
+    free = table.iloc[0]
+    assert (free["start"], free["ungated"], free["Gate S+P"]) == (
+        "97.0 / 83.0 / 0.0", "10.0 / 98.0 / 90.0", "96.0 / 83.0 / 0.0")
+    assert free["Gate S refused without evidence"] == 7
+    assert table.iloc[2]["Gate S refused without evidence"] == 0
+    rows = table_rows(markdown)
+    assert has_run(rows, ["Hand-written, delete only, review by rev/a, seed 1", "no",
+                          "97.0 / 83.0 / 0.0", "90.0 / 80.0 / 0.0"])
+    assert has_run(rows, ["0 / 0 / 7 / 0"])
+
+
+def test_fig5b_supplement_counts_each_chains_deletions():
+    from tests.carry.test_figures import MAIN, OTHER, deletion_row
+    deletions = pd.DataFrame([
+        deletion_row("c1", "hand", True, False),
+        deletion_row("c1", "hand", True, False),             # the same state: once
+        deletion_row("c2", "hand", False, "True"),
+        deletion_row("d1", "hand", True, True, mode="delete_only"),
+        deletion_row("l1", "label", True, False, source="label", seed=2),
+        deletion_row("z", "hand", True, True, judge=OTHER),
+    ])
+    markdown, table = fig5b_supplement(deletions, MAIN, ["hand:free", "label:free"])
+    assert list(zip(table["source"], table["mode"], table["seed"], table["deleted"])) == [
+        ("hand", "free", 1, 2), ("hand", "delete_only", 1, 1), ("label", "free", 2, 1)]
+    assert list(table["paper_chain"]) == [True, False, True]
+    assert list(table["deleted_with_blame"]) == [1, 1, 0]
+    assert ("The paper's chains deleted 3 checks (2 with a unique catch, 1 with blame); every "
+            "chain 4 (3, 2).") in markdown
+    empty_md, empty = fig5b_supplement(deletions.iloc[0:0], MAIN, ["hand:free"])
+    assert empty.empty and "(no chain deleted a check)" in empty_md

@@ -270,6 +270,8 @@ rule carry_figure:
         "../envs/rubriclab.yaml"
     params:
         judge=JUDGE,
+        reviser=REVISER,
+        paper_chains=paper_chains("recon"),
         code=CARRY_CODE,
         models=CARRY_MODELS,
         labels=labels_of(CARRY_MODELS),
@@ -281,6 +283,7 @@ rule carry_figure:
 rule carry_table:
     input:
         rates="results/carry/rates.csv",
+        deletions="results/carry/deletions.csv",
         failing="results/carry/failing_checks.csv",
     output:
         md=carry_report("figures/carry/{table}.md", "carry_table.rst"),
@@ -294,6 +297,14 @@ rule carry_table:
         "../envs/rubriclab.yaml"
     params:
         judge=JUDGE,
+        reviser=REVISER,
+        paper_chains={d: paper_chains(d) for d in CARRY_DATASETS},
+        table2_chains=config["carry"]["recon"]["table2_chains"],
+        table3_seed=(
+            config["carry"]["table3_seed"]
+            if config["carry"]["table3_seed"] is not None
+            else config["carry"]["chains"]["seeds"][0]
+        ),
         code=CARRY_CODE,
         models=CARRY_MODELS,
         labels=labels_of(CARRY_MODELS),

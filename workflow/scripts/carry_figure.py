@@ -21,12 +21,13 @@ if figure == "fig1_strictness":
 elif figure == "fig3_accuracy_vs_flawed_share":
     table = fig3_from_rates(rates, judge, **out)
 elif figure == "fig4_self_review_drift":
-    table = figures.fig4_self_review_drift(rates, judge, **out)
+    table = figures.fig4_self_review_drift(rates, judge, main_reviser=params.reviser, **out)
 elif figure == "fig5_attribution_by_origin":
     table = figures.fig5_attribution_by_origin(pd.read_csv(inputs.attribution, **read),
-                                               pd.read_csv(inputs.deletions, **read), judge, **out)
+                                               pd.read_csv(inputs.deletions, **read), judge,
+                                               paper_chains=params.paper_chains, **out)
 elif figure == "fig6_gated_quality":
-    table = figures.fig6_gated_quality(rates, judge, **out)
+    table = figures.fig6_gated_quality(rates, judge, paper_chains=params.paper_chains, **out)
 else:
     raise ValueError(f"unknown carry figure {figure!r}")
 table.to_csv(outputs.csv, index=False)
