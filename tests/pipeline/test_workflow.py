@@ -41,9 +41,10 @@ def write_config(workdir: Path, judge: str, n: int = 3, **llm) -> Path:
                   "recon": {"environments": ["storage", "network"],
                             "table4_environment": "storage"},
                   "chains": {"seeds": [1],
-                             "recon": {"rounds": 2, "chains": [
-                                 f"{start}:{mode}" for start in ("hand", "label")
-                                 for mode in ("free", "fixed_count", "delete_only")]},
+                             "recon": {"rounds": 2, "chains": ["hand:free", "label:free"],
+                                       "main_reviser_chains": [
+                                           f"{start}:{mode}" for start in ("hand", "label")
+                                           for mode in ("fixed_count", "delete_only")]},
                              **{name: {"rounds": 1, "chains": ["generated:free", "label:free"]}
                                 for name in ("summedits", "ragtruth")}}},
         "transfer": {"generators": [judge, SECOND_JUDGE], "response_model": judge,
@@ -400,11 +401,27 @@ def test_carry_tables_have_a_row_per_chain_and_a_column_per_judge(finished_run):
     assert "fake/hash judge" in table2 and "fake/hash (delay_s=0) judge" in table2
     assert "?delay_s" not in table2
     rows = pd.read_csv(workdir / "figures/carry/table2_gate_replay.csv")
-    assert (rows.rubric_or_gate == "Gate S+P, leave-one-out").sum() == 6  # 2 starts x 3 modes
-    assert "95% paired bootstrap intervals" in table2
+    # the paper's shape: carry.recon.table2_chains (config.yaml: hand and label free, seed 1)
+    assert len(rows) == 6 and list(rows["source"])[::3] == ["hand", "label"]
+    assert set(rows["mode"]) == {"free"}
+    assert "95% paired bootstrap intervals" in table2 and "Refused without evidence" in table2
+    gated = rows[rows.rubric_or_gate == "Gate S+P, leave-one-out"]
+    assert gated["fake/hash refused without evidence"].notna().all()
+    supplement = pd.read_csv(workdir / "figures/carry/table2_supplement.csv")
+    # every chain: 2 starts x 3 modes, the free ones the paper's
+    assert (supplement.rubric_or_gate == "Gate S+P, leave-one-out").sum() == 6
+    assert set(supplement.loc[supplement["paper_chain"], "mode"]) == {"free"}
     table3 = pd.read_csv(workdir / "figures/carry/table3_gates_human_labeled.csv")
-    # summedits and ragtruth x (generated free, label free), one seed: a seed row and a chain row
-    assert (table3["kind"] == "chain").sum() == 4 and len(table3) == 8
+    # summedits and ragtruth x (generated free, label free), the main reviser's seed 1
+    assert len(table3) == 4 and set(table3["seed"]) == {1}
+    table3s = pd.read_csv(workdir / "figures/carry/table3_supplement.csv")
+    assert (table3s["kind"] == "chain").sum() == 4 and len(table3s) == 8
+    fig6 = pd.read_csv(workdir / "results/carry/figures/fig6_gated_quality.csv")
+    assert set(fig6["chains"]) == {1} and fig6["no_evidence"].notna().all()  # the free chain
+    fig6s = pd.read_csv(workdir / "figures/carry/fig6_supplement.csv")
+    assert len(fig6s) == 6 and fig6s["paper_chain"].sum() == 2
+    assert (workdir / "figures/carry/fig5b_supplement.md").read_text().startswith(
+        "# carry, Figure 5b supplement")
     for name in ("fig1_strictness", "fig3_accuracy_vs_flawed_share", "fig4_self_review_drift",
                  "fig5_attribution_by_origin", "fig6_gated_quality"):
         assert (workdir / f"figures/carry/{name}.png").read_bytes()[:4] == b"\x89PNG"
