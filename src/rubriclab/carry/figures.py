@@ -392,7 +392,8 @@ def fig4_self_review_drift(rates: pd.DataFrame, judge_main: str, out_png: Path,
         seeds = int(table["seeds"].max())
         fig.suptitle(f"Self-review on Recon-108 ({counts_phrase(counts)}), "
                      f"{labels(judge_main)} judge\none panel per start rubric and reviser; "
-                     f"mean over {plural(seeds, 'seed')} per mode\n(lines of equal value lie on "
+                     f"{'one seed' if seeds == 1 else f'mean over {seeds} seeds'} per mode"
+                     f"\n(lines of equal value lie on "
                      f"one another: their tags sit side by side along them, their round points "
                      f"are concentric rings)", fontsize=10)
         bottom = (0.25 + 0.22 * legend_rows) / (1.9 + FIG4_PANEL_HEIGHT * len(revisers))
