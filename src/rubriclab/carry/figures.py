@@ -380,15 +380,8 @@ def fig4_self_review_drift(rates: pd.DataFrame, judge_main: str, out_png: Path,
                     ax.set_xlabel("")
                 if column > 0:
                     ax.set_ylabel("")
-        handles = _fig4_legend(table)
-        # one column per kind of handle: modes, metrics, the rest (filled column by column)
-        columns = 3
-        legend_rows = max(len(ordered(table["mode"], MODE_ORDER)),
-                          len(ordered(table["metric"], METRICS)), len(handles) - len(
-                              ordered(table["mode"], MODE_ORDER)) - len(
-                              ordered(table["metric"], METRICS)))
-        fig.legend(handles=_legend_columns(handles, table, legend_rows), loc="lower center",
-                   ncol=columns, fontsize=9, frameon=False)
+        handles, legend_rows = _legend_columns(_fig4_legend(table), table)
+        fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=9, frameon=False)
         seeds = int(table["seeds"].max())
         fig.suptitle(f"Self-review on Recon-108 ({counts_phrase(counts)}), "
                      f"{labels(judge_main)} judge\none panel per start rubric and reviser; "
@@ -480,14 +473,16 @@ def _fig4_panel(ax, rows: pd.DataFrame, index: int, source: str,
     ax.grid(alpha=0.3)
 
 
-def _legend_columns(handles: list, table: pd.DataFrame, rows: int) -> list:
-    """The handles padded so that a legend filled column by column holds the modes in its
-    first column, the metrics in its second and the rest in its third."""
+def _legend_columns(handles: list, table: pd.DataFrame) -> tuple[list, int]:
+    """The handles padded so that a three-column legend (filled column by column) holds the
+    modes in its first column, the metrics in its second and the rest in its third; and its
+    number of rows."""
     modes = len(ordered(table["mode"], MODE_ORDER))
     metrics = len(ordered(table["metric"], METRICS))
-    blank = Line2D([], [], linestyle="none", label=" ")
     groups = [handles[:modes], handles[modes:modes + metrics], handles[modes + metrics:]]
-    return [h for group in groups for h in group + [blank] * (rows - len(group))]
+    rows = max(len(group) for group in groups)
+    blank = Line2D([], [], linestyle="none", label=" ")
+    return [h for group in groups for h in group + [blank] * (rows - len(group))], rows
 
 
 def _fig4_legend(table: pd.DataFrame) -> list:

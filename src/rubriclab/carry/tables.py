@@ -20,7 +20,6 @@ from rubriclab.plotting import plural
 from rubriclab.tidy import markdown_table
 
 from .chains import split_chain
-
 from .figures import (
     CHAIN_KEYS, GATE_TITLES, GATES, MODE_TITLES, SOURCE_TITLES, chains_with_start,
     ensure_unique, item_count, judge_label, normalized_rates, require_columns, select,
@@ -90,7 +89,6 @@ def _chain_rows(frame: pd.DataFrame, reviser: str, source: str, mode: str,
 
 # --------------------------------------------------------------------------- Table 2
 
-TABLE2_STATES = ("start", "ungated", "Gate S+P, leave-one-out")
 REFUSED = "refused without evidence"
 
 
@@ -158,7 +156,7 @@ def table2_gate_replay(rates: pd.DataFrame, shown: Sequence[Mapping] | None = No
     records = []
     for (chain_reviser, source, mode, seed), final in finals.items():
         states = [("start", 0, chains), (f"ungated (round {final})", final, chains),
-                  (TABLE2_STATES[2], final, loo)]
+                  ("Gate S+P, leave-one-out", final, loo)]
         for label, round_, pool in states:
             rows = _chain_rows(pool, chain_reviser, source, mode, seed)
             rows = rows[rows["round"] == round_]
