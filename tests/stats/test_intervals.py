@@ -7,8 +7,9 @@ import pytest
 from scipy import stats
 
 from rubriclab.stats.intervals import (
-    AT_BOUND, FEW_ITEMS, RATE_METHOD, RATE_METHODS, ZERO_WIDTH, binomial_interval,
-    binomial_intervals, flag_footnotes, flag_notes, interval_flags, rate_interval,
+    AT_BOUND, FEW_ITEMS, RATE_METHOD, RATE_METHODS, RATE_TITLE, ZERO_WIDTH, binomial_interval,
+    binomial_intervals, flag_footnotes, flag_notes, interval_flags, rate_flags, rate_footnotes,
+    rate_interval,
 )
 
 # Clopper-Pearson by its definition (the Beta quantiles), computed here independently of
@@ -118,9 +119,13 @@ def test_footnotes_name_only_the_markers_shown():
     notes = flag_notes("Clopper-Pearson", units="reports")
     cells = ["97.2 / 100.0", f"[90.3, 100.0]{AT_BOUND} / [80.5, 92.0]"]
     lines = flag_footnotes(cells, notes)
-    assert lines == [notes[AT_BOUND]]
+    assert lines == [notes[AT_BOUND], ""]
     assert "Clopper-Pearson" in lines[0] and "reports" in lines[0]
     assert flag_footnotes(["[1.0, 2.0]"], notes) == []
-    both = flag_footnotes([f"x{FEW_ITEMS}", f"y{ZERO_WIDTH}"], flag_notes(held_from=35))
+    both = flag_footnotes([f"x{FEW_ITEMS}", f"y{ZERO_WIDTH}"], flag_notes(held_from=35))[::2]
     assert [line[0] for line in both] == [ZERO_WIDTH, FEW_ITEMS]
     assert "fewer than 35" in both[1]
+    carry = rate_footnotes([f"[73.5, 100.0]{rate_flags(100.0, 73.5, 100.0)}"], units="reports")
+    assert carry[0].startswith(AT_BOUND) and RATE_TITLE in carry[0] and "reports" in carry[0]
+    assert rate_flags(100.0, 100.0, 100.0) == AT_BOUND + ZERO_WIDTH
+    assert rate_flags(97.2, 85.5, 99.9) == ""

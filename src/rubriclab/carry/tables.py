@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rubriclab.labels import DATASET_TITLES, current_labels, with_labels
+from rubriclab.stats.intervals import RATE_TITLE, rate_flags, rate_footnotes
 from rubriclab.tidy import markdown_table
 
 from .figures import (
@@ -45,15 +46,16 @@ def rates_cell(rows: pd.DataFrame, metrics: Sequence[str]) -> str:
 
 
 def interval_cell(rows: pd.DataFrame, metrics: Sequence[str]) -> str:
-    """"[low, high] / [low, high][ / ...]": the 95% paired bootstrap interval of each rate."""
-    bounds = rows.set_index("metric")[["low", "high"]]
+    """"[low, high] / [low, high][ / ...]": the 95% interval of each rate (rates.csv low /
+    high), each marked as rubriclab.stats.intervals.rate_flags says (see rate_footnotes)."""
+    bounds = rows.set_index("metric")[["value", "low", "high"]]
     parts = []
     for metric in metrics:
         if metric not in bounds.index:
             parts.append("n/a")
             continue
-        low, high = bounds.loc[metric, "low"], bounds.loc[metric, "high"]
-        parts.append(f"[{rate_text(low)}, {rate_text(high)}]")
+        value, low, high = bounds.loc[metric, ["value", "low", "high"]]
+        parts.append(f"[{rate_text(low)}, {rate_text(high)}]{rate_flags(value, low, high)}")
     return " / ".join(parts)
 
 
@@ -136,8 +138,9 @@ def _table2_markdown(table: pd.DataFrame, judges: list[str]) -> str:
                f"{'s' if len(judges) != 1 else ''} on Recon-108 (all environments). Each cell: "
                f"correct passed / flawed caught / unplanned caught (%).")
     return "\n".join(["# carry, Table 2: gate replay", "", *markdown_table(header, rows), "",
-                      caption, "", "95% paired bootstrap intervals over reports, same layout:",
-                      "", *markdown_table(header, intervals), ""])
+                      caption, "", f"95% {RATE_TITLE} intervals over reports, same layout:",
+                      "", *markdown_table(header, intervals), "",
+                      *rate_footnotes(sum(intervals, []), units="reports")])
 
 
 # --------------------------------------------------------------------------- Table 3
@@ -228,8 +231,9 @@ def _table3_markdown(table: pd.DataFrame, datasets: Sequence[str], judge_main: s
         lines += markdown_table(["Chain", *TABLE3_COLUMNS], body) + [""]
         intervals = [[record["chain"], *(record[c + CI] for c in TABLE3_COLUMNS)]
                      for record in part[part["kind"] == "seed"].to_dict("records")]
-        lines += ["Each seed, 95% paired bootstrap intervals over items, same layout:", ""]
+        lines += [f"Each seed, 95% {RATE_TITLE} intervals over items, same layout:", ""]
         lines += markdown_table(["Chain", *TABLE3_COLUMNS], intervals) + [""]
+        lines += rate_footnotes(sum(intervals, []))
     lines += [f"Table 3: Gates on the human-labeled datasets {after}, decided with calibration "
               f"labels and scored on the evaluation split. Each cell: correct outputs passed / "
               f"flawed outputs caught (%); a chain of several seeds shows their mean.", ""]

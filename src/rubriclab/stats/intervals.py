@@ -138,9 +138,24 @@ def flag_notes(method: str | None = None, held_from: int | None = None,
 
 
 def flag_footnotes(cells: Iterable[object], notes: Mapping[str, str]) -> list[str]:
-    """The footnote lines (in MARKERS order) of the markers that occur in `cells`; [] if none."""
+    """The footnote lines (in MARKERS order) of the markers that occur in `cells`; [] if none.
+    Each line is followed by an empty one, so that markdown keeps them apart."""
     text = "".join(str(cell) for cell in cells)
-    return [notes[marker] for marker in MARKERS if marker in text]
+    return [line for marker in MARKERS if marker in text for line in (notes[marker], "")]
+
+
+# carry: rates in percent, intervals by RATE_METHOD
+RATE_TITLE = RATE_METHOD_TITLES[RATE_METHOD]
+
+
+def rate_flags(value, low, high) -> str:
+    """The markers of a carry rate's interval (percents): AT_BOUND at 0 or 100, ZERO_WIDTH."""
+    return interval_flags(value, low, high, bounds=(0.0, 100.0))
+
+
+def rate_footnotes(cells: Iterable[object], units: str = "items") -> list[str]:
+    """The footnote lines of the markers in a carry table's interval cells."""
+    return flag_footnotes(cells, flag_notes(RATE_TITLE, units=units))
 
 
 def _check_method(method: str) -> None:
