@@ -50,8 +50,8 @@ JUDGED_VERDICT_COLUMNS = ["item_id", "kind", "scope", "source", "rendering", "ch
                    "answer"]
 RATE_COLUMNS = [
     "dataset", "judge", "item_set", "environments", "reviser", "source", "rendering", "mode",
-    "seed", "round", "gate", "variant", "n_no_evidence", "metric", "value", "low", "high", "n",
-    "n_undetermined",
+    "seed", "round", "gate", "variant", "n_no_evidence", "metric", "value", "low", "high",
+    "boot_low", "boot_high", "n", "n_undetermined",
 ]
 
 
