@@ -7,9 +7,9 @@ import pytest
 from scipy import stats
 
 from rubriclab.stats.intervals import (
-    AT_BOUND, FEW_ITEMS, RATE_METHOD, RATE_METHODS, RATE_TITLE, ZERO_WIDTH, binomial_interval,
-    binomial_intervals, flag_footnotes, flag_notes, interval_flags, rate_flags, rate_footnotes,
-    rate_interval,
+    AT_BOUND, FEW_ITEMS, RATE_METHOD, RATE_METHODS, RATE_TITLE, TRANSFER_HELD_FROM, ZERO_WIDTH,
+    algorithm4_flags, algorithm4_footnotes, binomial_interval, binomial_intervals,
+    flag_footnotes, flag_notes, interval_flags, rate_flags, rate_footnotes, rate_interval,
 )
 
 # Clopper-Pearson by its definition (the Beta quantiles), computed here independently of
@@ -111,6 +111,10 @@ def test_flags():
     assert interval_flags(0.0, 0.0, 0.0) == ZERO_WIDTH  # a difference: no bounds
     assert interval_flags(0.1, -0.05, 0.2, n=15, held_from=35) == FEW_ITEMS
     assert interval_flags(0.1, -0.05, 0.2, n=35, held_from=35) == ""
+    assert interval_flags(0.5, 0.501, 0.503) == ""
+    assert interval_flags(0.5, 0.501, 0.503, decimals=2) == ZERO_WIDTH  # "[0.50, 0.50]"
+    assert interval_flags(0.0, -0.001, 0.001, decimals=2) == ZERO_WIDTH  # "[0.00, 0.00]"
+    assert interval_flags(0.5, 0.49, 0.51, decimals=2) == ""
     assert interval_flags(math.nan, 1, 2, bounds=(0, 100)) == ""
     assert interval_flags(100.0, math.nan, math.nan, bounds=(0, 100)) == ""
 
@@ -129,3 +133,10 @@ def test_footnotes_name_only_the_markers_shown():
     assert carry[0].startswith(AT_BOUND) and RATE_TITLE in carry[0] and "reports" in carry[0]
     assert rate_flags(100.0, 100.0, 100.0) == AT_BOUND + ZERO_WIDTH
     assert rate_flags(97.2, 85.5, 99.9) == ""
+    assert rate_flags(99.98, 99.96, 99.99) == ZERO_WIDTH  # prints [100.0, 100.0]
+    assert algorithm4_flags(0.0, 0.0, 0.0, 105) == ZERO_WIDTH
+    assert algorithm4_flags(0.1, 0.0, 0.2, 34) == FEW_ITEMS
+    assert algorithm4_flags(0.1, 0.0, 0.2, TRANSFER_HELD_FROM) == ""
+    transfer = algorithm4_footnotes([f"0.00 [0.00, 0.00]{ZERO_WIDTH}{FEW_ITEMS}"])[::2]
+    assert [line[0] for line in transfer] == [ZERO_WIDTH, FEW_ITEMS]
+    assert f"fewer than {TRANSFER_HELD_FROM} examples" in transfer[1]

@@ -16,8 +16,8 @@ and the table adds a footnote line per marker it shows (`flag_footnotes`):
 
 - AT_BOUND: the estimate is at an end of its range (a rate of 0% or 100%): the interval is
   one-sided, and is the only part of the cell that says how far from 0 or 100 the rate may be;
-- ZERO_WIDTH: the interval has no width (e.g. a bootstrap whose every resample gave the same
-  value, [100, 100] or [0.00, 0.00]): it says nothing about the spread;
+- ZERO_WIDTH: the interval has no width as printed (e.g. a bootstrap whose every resample gave
+  the same value, [100, 100] or [0.00, 0.00]): it says nothing about the spread;
 - FEW_ITEMS: the interval rests on fewer units than the coverage study found enough for the
   method to hold 93% coverage (`held_from`, e.g. transfer's Algorithm 4 below
   TRANSFER_HELD_FROM examples).
@@ -99,12 +99,15 @@ def rate_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, f
 # --- flags ------------------------------------------------------------------------------------
 
 def interval_flags(estimate, low, high, *, bounds: tuple[float, float] | None = None,
-                   n: int | None = None, held_from: int | None = None) -> str:
+                   n: int | None = None, held_from: int | None = None,
+                   decimals: int | None = None) -> str:
     """The markers (in MARKERS order, "" for none) an interval's cell gets.
 
     bounds: the range of the estimate (carry's percents: (0, 100)), for AT_BOUND; n and
     held_from: the interval's units and the fewest with which its method held coverage, for
-    FEW_ITEMS. A missing estimate or bound gets no marker (the cell prints "n/a")."""
+    FEW_ITEMS; decimals: the cell prints its bounds to that many places, so that bounds
+    printed alike count as ZERO_WIDTH too. A missing estimate or bound gets no marker (the
+    cell prints "n/a")."""
     values = [_number(v) for v in (estimate, low, high)]
     if any(v is None or math.isnan(v) for v in values):
         return ""
@@ -112,7 +115,7 @@ def interval_flags(estimate, low, high, *, bounds: tuple[float, float] | None = 
     marks = []
     if bounds is not None and estimate in bounds:
         marks.append(AT_BOUND)
-    if high == low:
+    if high == low or (decimals is not None and round(low, decimals) == round(high, decimals)):
         marks.append(ZERO_WIDTH)
     if held_from is not None and n is not None and not _is_missing(n) and int(n) < held_from:
         marks.append(FEW_ITEMS)
@@ -127,9 +130,9 @@ def flag_notes(method: str | None = None, held_from: int | None = None,
         AT_BOUND: (f"{AT_BOUND} the rate is 0% or 100% (every one of its {units} went the same "
                    f"way): {interval} is one-sided, and only its other end says how far from "
                    "0 or 100 the rate may be."),
-        ZERO_WIDTH: (f"{ZERO_WIDTH} the interval has zero width (every bootstrap resample "
-                     "gave the same value): it says nothing about the spread and is not a 95% "
-                     "interval."),
+        ZERO_WIDTH: (f"{ZERO_WIDTH} the interval has zero width as printed (e.g. every "
+                     "bootstrap resample gave the same value): it says nothing about the spread "
+                     "and is not a 95% interval."),
         FEW_ITEMS: (f"{FEW_ITEMS} fewer than {held_from if held_from is not None else 'enough'} "
                     f"{units}: in the coverage study (docs/statistics.md) the percentile "
                     "bootstrap covered less than 93% at this size, so the interval is likely "
@@ -150,7 +153,7 @@ RATE_TITLE = RATE_METHOD_TITLES[RATE_METHOD]
 
 def rate_flags(value, low, high) -> str:
     """The markers of a carry rate's interval (percents): AT_BOUND at 0 or 100, ZERO_WIDTH."""
-    return interval_flags(value, low, high, bounds=(0.0, 100.0))
+    return interval_flags(value, low, high, bounds=(0.0, 100.0), decimals=1)
 
 
 def rate_footnotes(cells: Iterable[object], units: str = "items") -> list[str]:
@@ -183,3 +186,18 @@ def _number(value) -> float | None:
 
 def _is_missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+# transfer: Algorithm 4's percentile intervals over examples
+
+def algorithm4_flags(estimate, low, high, n_examples) -> str:
+    """The markers of an Algorithm 4 interval: ZERO_WIDTH, and FEW_ITEMS below
+    TRANSFER_HELD_FROM examples."""
+    return interval_flags(estimate, low, high, n=n_examples, held_from=TRANSFER_HELD_FROM,
+                          decimals=2)
+
+
+def algorithm4_footnotes(cells: Iterable[object]) -> list[str]:
+    """The footnote lines of the markers in a transfer table's cells."""
+    return flag_footnotes(cells, flag_notes("Algorithm 4", held_from=TRANSFER_HELD_FROM,
+                                            units="examples"))
