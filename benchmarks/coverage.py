@@ -2,8 +2,10 @@
 
 For every grid cell and method it prints coverage and mean width, each with its Monte Carlo
 error, then a summary per method (rubriclab.stats.coverage; the grid and the defaults chosen
-from it are in docs/statistics.md). At the default size it runs in about four minutes on one
-core of the development machine (it uses one core).
+from it are in docs/statistics.md), the decisions its rules make (`decisions`) and the exact
+coverage of carry's binomial intervals. At the default size it runs in about four minutes on
+one core of the development machine (it uses one core); `--families transfer carry` alone in
+about two minutes of CPU (255 s wall on the shared 2-core machine).
 
     nice .venv/bin/python benchmarks/coverage.py [--seed 0] [--csv results/coverage.csv]
         [--verify-replicates 500] [--transfer-replicates 1000] [--carry-replicates 2000]
