@@ -401,7 +401,7 @@ def test_carry_tables_have_a_row_per_chain_and_a_column_per_judge(finished_run):
     assert "?delay_s" not in table2
     rows = pd.read_csv(workdir / "figures/carry/table2_gate_replay.csv")
     assert (rows.rubric_or_gate == "Gate S+P, leave-one-out").sum() == 6  # 2 starts x 3 modes
-    assert "95% paired bootstrap intervals" in table2
+    assert "95% Clopper-Pearson intervals" in table2
     table3 = pd.read_csv(workdir / "figures/carry/table3_gates_human_labeled.csv")
     # summedits and ragtruth x (generated free, label free), one seed: a seed row and a chain row
     assert (table3["kind"] == "chain").sum() == 4 and len(table3) == 8
