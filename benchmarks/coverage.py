@@ -2,11 +2,13 @@
 
 For every grid cell and method it prints coverage and mean width, each with its Monte Carlo
 error, then a summary per method (rubriclab.stats.coverage; the grid and the defaults chosen
-from it are in docs/statistics.md). At the default size it runs in about four minutes on one
-core of the development machine (it uses one core).
+from it are in docs/statistics.md), the decisions its rules make (`decisions`) and the exact
+coverage of carry's binomial intervals. At the default size it runs in about four minutes on
+one core of the development machine (it uses one core); `--families transfer carry` alone in
+about two minutes of CPU (255 s wall on the shared 2-core machine).
 
     nice .venv/bin/python benchmarks/coverage.py [--seed 0] [--csv results/coverage.csv]
-        [--verify-replicates 500] [--transfer-replicates 1000] [--carry-replicates 500]
+        [--verify-replicates 500] [--transfer-replicates 1000] [--carry-replicates 2000]
         [--boot 1000] [--families verify transfer carry]
 """
 
@@ -17,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from rubriclab.stats.coverage import StudySize, cell_markdown, run_study, summary_markdown
+from rubriclab.stats.coverage import (StudySize, cell_markdown, decisions, exact_markdown,
+                                      run_study, summary_markdown)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -25,7 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--verify-replicates", type=int, default=500)
     parser.add_argument("--transfer-replicates", type=int, default=1000)
-    parser.add_argument("--carry-replicates", type=int, default=500)
+    parser.add_argument("--carry-replicates", type=int, default=2000)
     parser.add_argument("--boot", type=int, default=1000,
                         help="bootstrap draws per replicate for every bootstrap method")
     parser.add_argument("--families", nargs="+", default=["verify", "transfer", "carry"],
@@ -53,6 +56,15 @@ def main(argv: list[str] | None = None) -> None:
           "draws per replicate. Coverage ± Monte Carlo error, mean width ± Monte Carlo error.\n")
     print("## Summary\n")
     print(summary_markdown(table))
+    chosen = decisions(table)
+    if chosen:
+        print("## Decisions (rules in rubriclab.stats.coverage.decisions)\n")
+        for key, value in chosen.items():
+            print(f"- {key}: {value}")
+        print()
+    if "carry" in args.families:
+        print("## carry: exact coverage of the binomial intervals\n")
+        print(exact_markdown())
     for family in args.families:
         print(f"## {family}: every cell\n")
         print(cell_markdown(table, family))

@@ -519,9 +519,20 @@ def test_rate_rows_percentages_and_undetermined_items():
         assert row["dataset"] == "recon" and row["judge"] == "j" and row["source"] == "hand"
         if not math.isnan(row["value"]):
             assert 0 <= row["low"] <= row["value"] <= row["high"] <= 100
+        if not math.isnan(row["value"]):
+            assert 0 <= row["boot_low"] <= row["value"] <= row["boot_high"] <= 100
     # round 0 flawed_caught: a draw of the two flawed items gives 0, 1/2 or 1
     flawed0 = next(r for r in rows if (r["round"], r["metric"]) == (0, "flawed_caught"))
-    assert flawed0["low"] == 0.0 and flawed0["high"] == 100.0
+    assert flawed0["boot_low"] == 0.0 and flawed0["boot_high"] == 100.0
+    # low / high: Clopper-Pearson (the coverage study's choice) of 1 of 2 and of 1 of 1,
+    # where the bootstrap gives [100, 100]
+    assert (flawed0["low"], flawed0["high"]) == pytest.approx(
+        (100 * (1 - 0.975 ** 0.5), 100 * 0.975 ** 0.5))
+    unplanned0 = next(r for r in rows if (r["round"], r["metric"]) == (0, "unplanned_caught"))
+    assert (unplanned0["boot_low"], unplanned0["boot_high"]) == (100.0, 100.0)
+    assert (unplanned0["low"], unplanned0["high"]) == (pytest.approx(2.5), 100.0)
+    undefined = next(r for r in rows if (r["round"], r["metric"]) == (1, "unplanned_caught"))
+    assert math.isnan(undefined["low"]) and math.isnan(undefined["high"])
 
 
 def test_rate_rows_without_states():

@@ -85,7 +85,8 @@ def test_table2_cells_match_the_paper(table2_rates):
     # every rate carries its interval, in the same layout (the fixture's bounds are NaN)
     hand_start = table[(table["source"] == "hand") & (table["rubric_or_gate"] == "start")]
     assert hand_start[SONNET + " 95% CI"].item() == "[n/a, n/a] / [n/a, n/a] / [n/a, n/a]"
-    assert "95% paired bootstrap intervals" in markdown
+    assert "95% Clopper-Pearson intervals over reports" in markdown
+    assert "†" not in markdown  # no bounds, no flags
 
     assert list(table["rubric_or_gate"]) == ["start", "ungated (round 4)",
                                              "Gate S+P, leave-one-out"] * 2
@@ -144,7 +145,44 @@ def test_table2_interval_cells_show_each_rates_bounds(table2_rates):
     rates["low"], rates["high"] = rates["value"] - 5, rates["value"] + 2.5
     _, table = table2_gate_replay(rates)
     hand_start = table[(table["source"] == "hand") & (table["rubric_or_gate"] == "start")]
-    assert hand_start[SONNET + " 95% CI"].item() == "[92.2, 99.7] / [78.3, 85.8] / [-5.0, 2.5]"
+    # the unplanned rate is 0.0: flagged (†)
+    assert hand_start[SONNET + " 95% CI"].item() == "[92.2, 99.7] / [78.3, 85.8] / [-5.0, 2.5]†"
+
+
+def with_intervals(rates):
+    """The fixture's rates with the intervals rate_rows gives them (successes = value x n)."""
+    from rubriclab.stats.intervals import rate_interval
+    rates = rates.copy()
+    bounds = [rate_interval(round(v * n / 100), n) for v, n in zip(rates["value"], rates["n"])]
+    rates["low"] = [100 * low for low, _ in bounds]
+    rates["high"] = [100 * high for _, high in bounds]
+    return rates
+
+
+def test_table2_flags_rates_at_0_and_100_and_says_why(table2_rates):
+    markdown, table = table2_gate_replay(with_intervals(table2_rates))
+    hand = table[table["source"] == "hand"].set_index("rubric_or_gate")
+    # Haiku passes all 36 correct reports and catches none of the 12 unplanned ones
+    assert hand.loc["start", HAIKU + " 95% CI"] == "[90.3, 100.0]† / [72.7, 91.1] / [0.0, 26.5]†"
+    assert hand.loc["start", SONNET + " 95% CI"] == "[85.5, 99.9] / [72.7, 91.1] / [0.0, 26.5]†"
+    lines = markdown.splitlines()
+    note = [line for line in lines if line.startswith("†")]
+    assert len(note) == 1 and "0% or 100%" in note[0] and "Clopper-Pearson" in note[0]
+    assert "reports" in note[0]
+    assert lines.index(note[0]) > lines.index("95% Clopper-Pearson intervals over reports, "
+                                              "same layout:")
+    assert "§" not in markdown  # Clopper-Pearson never has zero width
+
+
+def test_table2_flags_a_zero_width_interval(table2_rates):
+    """A rates.csv whose bounds are a collapsed percentile bootstrap ([100, 100])."""
+    rates = table2_rates.copy()
+    rates["low"], rates["high"] = rates["value"], rates["value"]
+    markdown, table = table2_gate_replay(rates)
+    hand = table[table["source"] == "hand"].set_index("rubric_or_gate")
+    assert hand.loc["start", HAIKU + " 95% CI"] == ("[100.0, 100.0]†§ / [83.3, 83.3]§ / "
+                                                    "[0.0, 0.0]†§")
+    assert sum(line[:1] in ("†", "§") for line in markdown.splitlines()) == 2
 
 
 def test_table2_missing_cell_prints_na(table2_rates):
@@ -281,6 +319,25 @@ def test_table3_supplement_has_one_row_per_chain_the_mean_of_its_seeds(table3_ra
     assert mean["Gate S+P"] == "80.4 / 75.0"      # only seed 1 has the gate
     chain_rows = [row for row in table_rows(markdown) if "mean of 2 seeds" in row[0]]
     assert len(chain_rows) == 1 and "55.4 / 85.2" in chain_rows[0]
+
+
+def test_table3_flags_rates_at_0_and_100(table3_rates):
+    rates = table3_rates.copy()
+    gate_r = ((rates["dataset"] == "ragtruth") & (rates["gate"] == "R") & (rates["round"] == 2)
+              & (rates["judge"] == OPUS))
+    rates.loc[gate_r & (rates["metric"] == "correct_passed"), "value"] = 100.0
+    rates.loc[gate_r & (rates["metric"] == "flawed_caught"), "value"] = 0.0
+    main_markdown, main = table3_gates_human_labeled(with_intervals(rates), OPUS, OPUS, 1)
+    assert main[main["dataset"] == "ragtruth"].iloc[0]["Gate R 95% CI"] == (
+        "[93.6, 100.0]† / [0.0, 6.4]†")
+    assert any(line.startswith("†") for line in main_markdown.splitlines())
+    markdown, table = table3_supplement(with_intervals(rates), OPUS)
+    seed = table[(table["dataset"] == "ragtruth") & (table["kind"] == "seed")].iloc[0]
+    assert seed["Gate R 95% CI"] == "[93.6, 100.0]† / [0.0, 6.4]†"  # of 56 each
+    assert "†" not in seed["ungated 95% CI"]
+    notes = [line for line in markdown.splitlines() if line.startswith("†")]
+    assert len(notes) == 1 and "Clopper-Pearson" in notes[0]  # RAGTruth's part only
+    assert markdown.index(notes[0]) > markdown.index("RAGTruth (56 faithful")
 
 
 def test_table3_errors(table3_rates):

@@ -404,7 +404,7 @@ def test_carry_tables_have_a_row_per_chain_and_a_column_per_judge(finished_run):
     # the paper's shape: carry.recon.table2_chains (config.yaml: hand and label free, seed 1)
     assert len(rows) == 6 and list(rows["source"])[::3] == ["hand", "label"]
     assert set(rows["mode"]) == {"free"}
-    assert "95% paired bootstrap intervals" in table2 and "Refused without evidence" in table2
+    assert "95% Clopper-Pearson intervals" in table2 and "Refused without evidence" in table2
     gated = rows[rows.rubric_or_gate == "Gate S+P, leave-one-out"]
     assert gated["fake/hash refused without evidence"].notna().all()
     supplement = pd.read_csv(workdir / "figures/carry/table2_supplement.csv")

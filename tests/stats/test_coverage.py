@@ -13,25 +13,34 @@ from scipy import stats
 
 from rubriclab.stats.bootstrap import ratio_bootstrap
 from rubriclab.stats.coverage import (
+    CARRY_METHODS,
+    CARRY_RATES,
+    CARRY_SIZES,
     DIFFERENCE_WORLDS,
     RESULT_COLUMNS,
+    TRANSFER_SIZES,
     TRANSFER_WORLDS,
     CarryCell,
+    CarrySize,
     QWorld,
     SpearmanWorld,
     StudySize,
     VerifyCell,
     VerifyGrid,
+    binomial_coverage,
     bootstrap_sums,
     carry_cell,
+    decisions,
     draw_q,
     draw_spearman,
     draw_verify,
+    held,
     run_study,
     summarise,
     transfer_cell,
     verify_cell,
 )
+from rubriclab.stats.intervals import RATE_METHODS, binomial_interval
 from rubriclab.stats.prevalence import METHODS
 from rubriclab.verify.calibration import DEFAULT_METHOD
 
@@ -141,17 +150,113 @@ def test_a_tiny_study_has_a_row_for_every_method_and_cell():
                                            "m=200 n=100 independent"]
     assert len(verify) == 3 * len(METHODS)
     transfer = table[table.family == "transfer"]
-    assert len(transfer) == 3 * (len(TRANSFER_WORLDS) + len(DIFFERENCE_WORLDS) + 2)
-    assert len(table[table.family == "carry"]) == 2 * 12
+    assert len(transfer) == len(TRANSFER_SIZES) * (len(TRANSFER_WORLDS)
+                                                   + len(DIFFERENCE_WORLDS) + 2)
+    carry = table[table.family == "carry"]
+    assert len(carry) == len(CARRY_SIZES) * len(CARRY_RATES) * len(CARRY_METHODS)
     assert table["coverage"].between(0, 1).all()
     again = run_study(size, seed=1, families=("transfer",))
     np.testing.assert_array_equal(again["coverage"], transfer["coverage"])  # seeded per family
 
 
+def test_the_study_covers_every_denominator_the_carry_tables_use():
+    """Table 2 (36 correct, 72 flawed, 12 unplanned of Recon-108), Figure 6 (24, 48, 8 of the
+    8 evaluation environments' 72), Recon-72 and the SummEdits / RAGTruth evaluation splits;
+    rates near 0 and 1; transfer at 35 examples or fewer."""
+    sizes = {(s.members, s.items) for s in CARRY_SIZES}
+    assert {(36, 108), (72, 108), (12, 108), (8, 72), (24, 72), (48, 72), (12, 72),
+            (51, 100), (49, 100), (56, 112)} <= sizes
+    assert min(CARRY_RATES) <= 0.01 and max(CARRY_RATES) >= 0.99
+    assert {5, 10, 15, 20, 25, 35} <= set(TRANSFER_SIZES)
+    with pytest.raises(ValueError, match="members <= items"):
+        CarrySize(13, 12, "x")
+
+
 def test_carry_cell_rates():
-    rows = carry_cell(CarryCell(0.8, 0.7, 51, 49), replicates=200, n_boot=200, seed=0)
-    assert [row["truth"] for row in rows] == [0.8, 0.7]
-    assert all(0.8 < row["coverage"] <= 1 for row in rows)
+    rows = carry_cell(CarryCell(0.8, CarrySize(51, 100, "SummEdits")), replicates=400,
+                      n_boot=200, seed=0)
+    assert [row["method"] for row in rows] == list(CARRY_METHODS)
+    assert all(row["truth"] == 0.8 and 0.85 < row["coverage"] <= 1 for row in rows)
+    assert all(row["size"] == "51 of 100 (SummEdits)" for row in rows)
+
+
+def test_the_carry_bootstrap_shortcut_has_the_ratio_bootstraps_distribution():
+    """carry_cell draws (members, hits) counts instead of N item indices: the percentiles of
+    the ratio must have the distribution ratio_bootstrap's give on the same sample."""
+    m, n_items, k = 12, 108, 9
+    member = np.arange(n_items) < m
+    hit = np.arange(n_items) < k
+
+    def rate(indices):
+        return hit[indices].sum() / member[indices].sum() if member[indices].any() else None
+
+    from rubriclab.stats.bootstrap import replicate_values
+    reference = replicate_values(n_items, {"rate": rate}, B=20000, seed=4)["rate"].to_numpy()
+    rng = np.random.default_rng(5)
+    members = rng.binomial(n_items, m / n_items, size=20000)
+    hits = rng.binomial(members, k / m)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = np.where(members > 0, hits / np.where(members > 0, members, 1), np.nan)
+    # the same distribution: CDFs within sampling error everywhere (a two-sample KS test)
+    assert stats.ks_2samp(rates[~np.isnan(rates)], reference[~np.isnan(reference)]).pvalue > 0.01
+    assert np.nanstd(rates) == pytest.approx(np.nanstd(reference), rel=0.03)
+    assert np.isnan(rates).mean() == pytest.approx(np.isnan(reference).mean(), abs=0.002)
+
+
+def test_the_ratio_bootstrap_collapses_where_every_item_passes():
+    """The issue's failure: at a rate of 0.99 over 12 unplanned reports every report passes
+    89% of the time and the bootstrap interval is [100, 100]; Clopper-Pearson holds."""
+    rows = {row["method"]: row for row in carry_cell(
+        CarryCell(0.99, CarrySize(12, 108, "Table 2")), replicates=2000, n_boot=500, seed=1)}
+    assert rows["ratio_bootstrap"]["coverage"] < 0.2
+    assert rows["clopper_pearson"]["coverage"] >= 0.95
+
+
+@pytest.mark.parametrize("method", RATE_METHODS)
+def test_simulated_coverage_matches_the_exact_coverage(method):
+    cell = CarryCell(0.97, CarrySize(36, 108, "Recon-108"))
+    (row,) = carry_cell(cell, replicates=4000, n_boot=10, seed=3, methods=(method,))
+    exact = binomial_coverage(method, 36, np.array([0.97]))[0]
+    assert row["coverage"] == pytest.approx(exact, abs=3 * row["coverage_mc"] + 1e-9)
+    # and the exact coverage is that of the intervals it sums over
+    k = np.arange(37)
+    holds = [binomial_interval(i, 36, method)[0] <= 0.97 <= binomial_interval(i, 36, method)[1]
+             for i in k]
+    assert exact == pytest.approx(stats.binom.pmf(k, 36, 0.97)[holds].sum())
+
+
+def test_clopper_pearson_holds_exactly_at_every_carry_size():
+    rates = np.linspace(0.001, 0.999, 999)
+    for size in CARRY_SIZES:
+        assert binomial_coverage("clopper_pearson", size.members, rates).min() >= 0.95
+    # the check can fail: Wilson does not at 12 items near 1
+    assert binomial_coverage("wilson", 12, rates).min() < 0.9
+
+
+def test_the_decision_rules():
+    def rows(family, method, size, coverages):
+        return [dict(family=family, method=method, size=size, world=str(i), coverage=c,
+                     coverage_mc=0.005, mean_width=width[method])
+                for i, c in enumerate(coverages)]
+    width = {"clopper_pearson": 0.3, "wilson": 0.2, "jeffreys": 0.25, "ratio_bootstrap": 0.1,
+             "algorithm4_percentile": 0.2}
+    import pandas as pd
+    table = pd.DataFrame(
+        rows("carry", "clopper_pearson", "a", [0.96, 0.99])
+        + rows("carry", "wilson", "a", [0.96, 0.90])
+        + rows("carry", "jeffreys", "a", [0.95, 0.926])  # 0.926 + 0.005 >= 0.93
+        + rows("carry", "ratio_bootstrap", "a", [0.95, 0.3])
+        + rows("transfer", "algorithm4_percentile", "n=5", [0.95, 0.80])
+        + rows("transfer", "algorithm4_percentile", "n=15", [0.95, 0.94])
+        + rows("transfer", "algorithm4_percentile", "n=35", [0.95, 0.90])
+        + rows("transfer", "algorithm4_percentile", "n=105", [0.95, 0.94]))
+    assert held(table.iloc[4:6]) and not held(table.iloc[2:4])
+    chosen = decisions(table)
+    assert chosen["carry_method"] == "jeffreys"  # the narrowest that holds
+    assert chosen["carry_held"] == {"clopper_pearson": True, "wilson": False, "jeffreys": True,
+                                    "ratio_bootstrap": False}
+    # n=35 fails, so holding at n=15 does not count: it holds from 105 on
+    assert chosen["transfer_held_from"] == 105
 
 
 def test_the_coverage_check_can_fail():

@@ -115,6 +115,35 @@ def test_tableA5_rows_per_degrading_model():
     assert has_run(markdown, ["grok-4", "0.10 [0.08, 0.13]", "92"])
 
 
+def test_intervals_of_zero_width_or_few_examples_are_flagged():
+    """No [0.00, 0.00] without a mark; under 35 examples (where the coverage study found
+    Algorithm 4 short of 95%) every interval is marked; each mark is explained once."""
+    rows = [stat("degradation_drop", "expert", 0.0, 0.0, 0.0, family="degradation",
+                 response_model=GROK),
+            stat("degradation_drop", "expert", 0.2, 0.15, 0.25, family="degradation",
+                 response_model=LLAMA, n_examples=15),
+            stat("degradation_drop", "expert", 0.3, 0.301, 0.304, family="degradation",
+                 response_model=QWEN)]
+    markdown, table = tableA5_degradation(frame(rows))
+    assert table["Drop in expert score"].tolist() == ["0.00 [0.00, 0.00]§", "0.20 [0.15, 0.25]‡",
+                                                      "0.30 [0.30, 0.30]§"]
+    notes = [line for line in markdown.splitlines() if line[:1] in ("§", "‡", "†")]
+    assert [line[0] for line in notes] == ["§", "‡"]
+    assert "zero width" in notes[0] and "fewer than 35 examples" in notes[1]
+    assert markdown.index(notes[0]) > markdown.index("Table A.5: RubricRAG")
+    # a paired difference of identical generators: [0.00, 0.00], flagged in Table A.8 too
+    same = [stat("Q+(Cg->C*)", OPUS, 0.0, 0.0, 0.0, family="it", response_model=GPT,
+                 generator_b=QWEN)]
+    markdown, table = tableA8_it_paired_differences(frame(same), GPT)
+    assert table.iloc[0]["claude-opus-4-1-20250805 − qwen3-8b"] == "0.00 [0.00, 0.00]§"
+    assert "§ the interval has zero width" in markdown
+    # nothing to flag, no footnote
+    markdown, _ = tableA5_degradation(frame([
+        stat("degradation_drop", "expert", 0.2, 0.15, 0.25, family="degradation",
+             response_model=LLAMA)]))
+    assert not any(mark in markdown for mark in ("§", "‡", "†"))
+
+
 def test_tableA5_errors():
     with pytest.raises(ValueError, match="degradation_drop"):
         tableA5_degradation(frame([stat("llm_matching_f1", OPUS, 0.6)]))

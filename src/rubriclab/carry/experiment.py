@@ -7,8 +7,9 @@ Data flow (each step one Snakemake rule, see workflow/rules/carry.smk):
    holds, asked of every item in its scope, plus the one-call renderings of the start
    rubrics on the rendering items (`judge_plan`);
 4. replay (`replay_chain`): each chain's recorded proposals decided by each gate with
-   evidence from that judge's verdicts on the gate items, then rates with paired bootstrap
-   intervals, Shapley attribution per check, and the checks each deletion removed.
+   evidence from that judge's verdicts on the gate items, then rates with Clopper-Pearson
+   intervals (and the paired bootstrap's beside them), Shapley attribution per check, and the
+   checks each deletion removed.
 
 A verdict is per (item, check text): the judge prompt depends on the text only, so a check
 that keeps its text through an edit elsewhere, or appears in several chains, is judged once.
@@ -40,6 +41,7 @@ from rubriclab.carry.revision import (
 from rubriclab.carry.sources import ALL_SCOPE, rubric_from_dict, rubric_to_dict
 from rubriclab.llm import Request
 from rubriclab.stats.bootstrap import ratio_bootstrap
+from rubriclab.stats.intervals import rate_interval
 
 METRICS = ("correct_passed", "flawed_caught", "unplanned_caught")
 ITEM_COLUMNS = ["item_id", "task", "output", "label", "scope", "split", "unplanned",
@@ -48,8 +50,8 @@ JUDGED_VERDICT_COLUMNS = ["item_id", "kind", "scope", "source", "rendering", "ch
                    "answer"]
 RATE_COLUMNS = [
     "dataset", "judge", "item_set", "environments", "reviser", "source", "rendering", "mode",
-    "seed", "round", "gate", "variant", "n_no_evidence", "metric", "value", "low", "high", "n",
-    "n_undetermined",
+    "seed", "round", "gate", "variant", "n_no_evidence", "metric", "value", "low", "high",
+    "boot_low", "boot_high", "n", "n_undetermined",
 ]
 
 
@@ -475,7 +477,9 @@ class State:
 
 def rate_rows(items: pd.DataFrame, states: Sequence[State], metrics: Sequence[str],
               B: int, seed: int, **columns: object) -> list[dict]:
-    """Every metric of every state, with paired bootstrap intervals over these items."""
+    """Every metric of every state over these items: low / high, the 95% interval of the rate
+    (rubriclab.stats.intervals.rate_interval, the one the coverage study chose), and
+    boot_low / boot_high, the paired percentile bootstrap over items (B draws)."""
     if not states:
         return []
     correct = (items["label"] == "correct").to_numpy()
@@ -494,10 +498,12 @@ def rate_rows(items: pd.DataFrame, states: Sequence[State], metrics: Sequence[st
     table = ratio_bootstrap(np.column_stack(numerators), np.column_stack(denominators),
                             B=B, seed=seed)
     rows = []
-    for (state, metric, undetermined), stats, den in zip(meta, table.itertuples(index=False),
-                                                         denominators, strict=True):
+    for (state, metric, undetermined), stats, num, den in zip(
+            meta, table.itertuples(index=False), numerators, denominators, strict=True):
+        low, high = rate_interval(int(num.sum()), int(den.sum()))
         rows.append(dict(columns, **state.labels, metric=metric,
-                         value=100 * stats.estimate, low=100 * stats.low, high=100 * stats.high,
+                         value=100 * stats.estimate, low=100 * low, high=100 * high,
+                         boot_low=100 * stats.low, boot_high=100 * stats.high,
                          n=int(den.sum()), n_undetermined=undetermined))
     return rows
 

@@ -2,8 +2,8 @@
 
 Every function here reads tidy (long) pandas tables, selects the rows its figure needs,
 draws them (matplotlib Agg, PNG and PDF) and returns the tidy table it plotted. Rates are
-percents (0-100); `low`/`high` are the 95% paired-bootstrap bounds, NaN when undefined
-(drawn without an error bar). Bad input raises ValueError naming the missing column or
+percents (0-100); `low`/`high` are the rate's 95% interval (rubriclab.stats.intervals,
+Clopper-Pearson), NaN when undefined (drawn without an error bar). Bad input raises ValueError naming the missing column or
 the empty selection; nothing is ever plotted silently empty.
 
 The row selection helpers (`normalized_rates`, `select`, `ensure_unique`,
@@ -223,7 +223,7 @@ def fig1_table(rates: pd.DataFrame, judge_main: str) -> pd.DataFrame:
 def fig1_strictness(rates: pd.DataFrame, judge_main: str, out_png: Path,
                     out_pdf: Path, labels: ModelLabels | None = None) -> pd.DataFrame:
     """Figure 1: (a) operating points of the start rubrics under judge_main on Recon-72
-    (colour = source, marker = rendering, 95% bootstrap bars); (b) correct passed per
+    (colour = source, marker = rendering, 95% Clopper-Pearson bars); (b) correct passed per
     source x rendering under every judge (grouped bars)."""
     labels = labels or ModelLabels()
     table = fig1_table(rates, judge_main)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from rubriclab.labels import DATASET_TITLES, current_labels, with_labels
 from rubriclab.plotting import plural
+from rubriclab.stats.intervals import RATE_TITLE, rate_flags, rate_footnotes
 from rubriclab.tidy import markdown_table
 
 from .chains import split_chain
@@ -47,15 +48,16 @@ def rates_cell(rows: pd.DataFrame, metrics: Sequence[str]) -> str:
 
 
 def interval_cell(rows: pd.DataFrame, metrics: Sequence[str]) -> str:
-    """"[low, high] / [low, high][ / ...]": the 95% paired bootstrap interval of each rate."""
-    bounds = rows.set_index("metric")[["low", "high"]]
+    """"[low, high] / [low, high][ / ...]": the 95% interval of each rate (rates.csv low /
+    high), each marked as rubriclab.stats.intervals.rate_flags says (see rate_footnotes)."""
+    bounds = rows.set_index("metric")[["value", "low", "high"]]
     parts = []
     for metric in metrics:
         if metric not in bounds.index:
             parts.append("n/a")
             continue
-        low, high = bounds.loc[metric, "low"], bounds.loc[metric, "high"]
-        parts.append(f"[{rate_text(low)}, {rate_text(high)}]")
+        value, low, high = bounds.loc[metric, ["value", "low", "high"]]
+        parts.append(f"[{rate_text(low)}, {rate_text(high)}]{rate_flags(value, low, high)}")
     return " / ".join(parts)
 
 
@@ -204,8 +206,9 @@ def _table2_markdown(table: pd.DataFrame, judges: list[str], supplement: bool) -
     title = "# carry, Table 2" + (" supplement: gate replay of every chain" if supplement
                                   else ": gate replay")
     return "\n".join([title, "", *markdown_table([*header, refused], rows), "",
-                      caption, "", "95% paired bootstrap intervals over reports, same layout:",
-                      "", *markdown_table(header, intervals), ""])
+                      caption, "", f"95% {RATE_TITLE} intervals over reports, same layout:",
+                      "", *markdown_table(header, intervals), "",
+                      *rate_footnotes(sum(intervals, []), units="reports")])
 
 
 # --------------------------------------------------------------------------- Table 3
@@ -330,8 +333,9 @@ def _table3_main_markdown(table: pd.DataFrame, datasets: Sequence[str], judge_ma
         lines += markdown_table(["Chain", *TABLE3_COLUMNS], body) + [""]
         intervals = [[record["chain"], *(record[c + CI] for c in TABLE3_COLUMNS)]
                      for record in part.to_dict("records")]
-        lines += ["95% paired bootstrap intervals over items, same layout:", ""]
+        lines += [f"95% {RATE_TITLE} intervals over items, same layout:", ""]
         lines += markdown_table(["Chain", *TABLE3_COLUMNS], intervals) + [""]
+        lines += rate_footnotes(sum(intervals, []))
     lines += [f"Table 3: Gates on the human-labeled datasets {after} of {review}, decided with "
               f"calibration labels and scored on the evaluation split; one chain per row. Each "
               f"cell: correct outputs passed / flawed outputs caught (%). Other seeds, their "
@@ -353,8 +357,9 @@ def _table3_markdown(table: pd.DataFrame, datasets: Sequence[str], judge_main: s
         lines += markdown_table(["Chain", *TABLE3_COLUMNS], body) + [""]
         intervals = [[record["chain"], *(record[c + CI] for c in TABLE3_COLUMNS)]
                      for record in part[part["kind"] == "seed"].to_dict("records")]
-        lines += ["Each seed, 95% paired bootstrap intervals over items, same layout:", ""]
+        lines += [f"Each seed, 95% {RATE_TITLE} intervals over items, same layout:", ""]
         lines += markdown_table(["Chain", *TABLE3_COLUMNS], intervals) + [""]
+        lines += rate_footnotes(sum(intervals, []))
     lines += [f"Table 3 (supplement): Gates on the human-labeled datasets {after}, every "
               f"reviser's chains, decided with calibration labels and scored on the evaluation "
               f"split. Each cell: correct outputs passed / flawed outputs caught (%); a chain of "

@@ -1,7 +1,10 @@
 """Statistics shared by the works.
 
-- `bootstrap`: the paired bootstrap over examples (transfer, Algorithm 4; carry's rates);
+- `bootstrap`: the paired bootstrap over examples (transfer, Algorithm 4; carry's rates, beside
+  their intervals);
 - `prevalence`: the interval methods for a judge's corrected pass rate (verify);
+- `intervals`: the interval of a single rate (carry's rates: Clopper-Pearson, chosen by the
+  coverage study) and the marks tables print beside an interval that says less than it should;
 - `coverage`: the simulation study of every interval's coverage (benchmarks/coverage.py,
   docs/statistics.md).
 """

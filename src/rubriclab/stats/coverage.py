@@ -18,8 +18,14 @@ Three families, one per work:
   micro-averaged Q metric (Algorithm 1), a paired difference of two generators' Q on the same
   examples, and an Algorithm 3 mean of per-example Spearman correlations with undefined
   examples left out. Every world has its true value in closed form (see `TRANSFER_WORLDS`).
-- carry (`carry_cell`): the correct-passed and flawed-caught rates of one rubric over a set of
-  correct and flawed items, with carry's ratio bootstrap (Algorithm 4 over items).
+- carry (`carry_cell`): one rate (correct passed, flawed caught, unplanned caught) over the
+  m items of its kind among the N items carry's rate rows are computed over, at every (m, N)
+  the carry tables use (`CARRY_SIZES`): carry's ratio bootstrap (Algorithm 4 over items) and
+  the binomial intervals of rubriclab.stats.intervals.
+
+Whether a method *holds* its coverage at a size (`held`) is decided by a rule fixed before the
+study was run: every cell of that size covers at least 0.93 give or take one Monte Carlo
+error (coverage + coverage_mc >= 0.93). `decisions` applies the rules that choose from it.
 
 Everything is vectorised over replicates with numpy; memory is bounded by `chunk`.
 """
@@ -32,9 +38,9 @@ from itertools import product
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
+from scipy.stats import binom, rankdata
 
-from rubriclab.stats import prevalence
+from rubriclab.stats import intervals, prevalence
 from rubriclab.stats.bootstrap import percentile_rows
 from rubriclab.tidy import markdown_table
 
@@ -249,7 +255,7 @@ class SpearmanWorld:
 SPEARMAN_WORLDS = (SpearmanWorld("Algorithm 3 mean Spearman, r=0.3", 0.3),
                    SpearmanWorld("Algorithm 3 mean Spearman, r=0.7", 0.7))
 
-TRANSFER_SIZES = (15, 35, 105)
+TRANSFER_SIZES = (5, 10, 15, 20, 25, 35, 105)
 
 
 def draw_q(world: QWorld, n: int, replicates: int, rng: np.random.Generator):
@@ -322,61 +328,111 @@ def draw_spearman(world: SpearmanWorld, n: int, replicates: int, rng: np.random.
     return rho, defined
 
 
-# --- carry: correct-passed and flawed-caught rates ------------------------------------------
+# --- carry: single rates ---------------------------------------------------------------------
 
-CARRY_SIZES = ((36, 72), (51, 49), (56, 56))  # Recon-108, SummEdits, RAGTruth (correct, flawed)
-CARRY_RATES = ((0.5, 0.5), (0.8, 0.7), (0.95, 0.9), (0.99, 0.97))
+@dataclass(frozen=True)
+class CarrySize:
+    """One rate's denominator as carry's tables use it: `members` items (e.g. the 12 unplanned
+    reports of Recon-108) among the `items` the rate rows are computed over (carry's ratio
+    bootstrap resamples all of them, so a resample holds a varying number of members)."""
+
+    members: int
+    items: int
+    where: str
+
+    def __post_init__(self) -> None:
+        if not 0 < self.members <= self.items:
+            raise ValueError(f"{self.where}: need 0 < members <= items, got {self.members} of "
+                             f"{self.items}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.members} of {self.items} ({self.where})"
+
+
+# Every denominator of carry's rate rows: Recon-108 (Table 2: 36 correct, 72 flawed, 12
+# unplanned), the 8 evaluation environments (Figure 6: 24, 48, 8 of 72), Recon-72 (24, 48, 12
+# of 72), SummEdits (51 consistent, 49 inconsistent of 100) and RAGTruth (56 + 56 of 112).
+CARRY_SIZES = (
+    CarrySize(8, 72, "unplanned, Figure 6"),
+    CarrySize(12, 72, "unplanned, Recon-72"),
+    CarrySize(12, 108, "unplanned, Table 2"),
+    CarrySize(24, 72, "correct, Figure 6 and Recon-72"),
+    CarrySize(36, 108, "correct, Recon-108"),
+    CarrySize(48, 72, "flawed, Figure 6 and Recon-72"),
+    CarrySize(49, 100, "inconsistent, SummEdits"),
+    CarrySize(51, 100, "consistent, SummEdits"),
+    CarrySize(56, 112, "either kind, RAGTruth"),
+    CarrySize(72, 108, "flawed, Recon-108"),
+)
+CARRY_RATES = (0.01, 0.03, 0.1, 0.3, 0.5, 0.7, 0.9, 0.97, 0.99)
+CARRY_METHODS = ("ratio_bootstrap", *intervals.RATE_METHODS)
 
 
 @dataclass(frozen=True)
 class CarryCell:
-    correct_passed: float
-    flawed_caught: float
-    n_correct: int
-    n_flawed: int
+    rate: float
+    size: CarrySize
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.rate <= 1:
+            raise ValueError(f"rate must be in [0, 1], got {self.rate!r}")
 
     @property
     def world(self) -> str:
-        return f"correct passed={self.correct_passed:g} flawed caught={self.flawed_caught:g}"
-
-    @property
-    def size(self) -> str:
-        return f"{self.n_correct} correct + {self.n_flawed} flawed"
+        return f"rate={self.rate:g}"
 
 
 def carry_cells() -> list[CarryCell]:
-    return [CarryCell(cp, fc, nc, nf) for (nc, nf), (cp, fc) in product(CARRY_SIZES, CARRY_RATES)]
+    return [CarryCell(rate, size) for size, rate in product(CARRY_SIZES, CARRY_RATES)]
 
 
 def carry_cell(cell: CarryCell, *, replicates: int, n_boot: int, seed: int, level: float = 0.95,
-               chunk: int = 100) -> list[dict]:
-    """carry's ratio bootstrap (one draw of items shared by both rates, as
-    rubriclab.stats.bootstrap.ratio_bootstrap) on items with known rates."""
+               methods: tuple[str, ...] = CARRY_METHODS, chunk: int = 500) -> list[dict]:
+    """Coverage of every method for one rate: each replicate draws k ~ Binomial(m, rate)
+    successes among the m members.
+
+    ratio_bootstrap is carry's (rubriclab.stats.bootstrap.ratio_bootstrap over all N items) in
+    distribution: a resample of N items holds M ~ Binomial(N, m / N) members, of which
+    Binomial(M, k / m) are successes, the rate undefined (left out) where M = 0. Drawing those
+    two counts instead of N indices gives the same percentiles' distribution at a fraction of
+    the cost. The binomial methods are rubriclab.stats.intervals.binomial_interval at k of m.
+    """
     rng = np.random.default_rng(seed)
-    n = cell.n_correct + cell.n_flawed
-    correct = np.zeros(n, dtype=np.float64)
-    correct[:cell.n_correct] = 1
-    out = {"correct_passed": ([], []), "flawed_caught": ([], [])}
-    for start in range(0, replicates, chunk):
-        size = min(chunk, replicates - start)
-        passes_correct = rng.random((size, n)) < cell.correct_passed
-        caught_flawed = rng.random((size, n)) < cell.flawed_caught
-        is_correct = np.broadcast_to(correct, (size, n))
-        numerators = [is_correct * passes_correct, (1 - is_correct) * caught_flawed,
-                      is_correct, 1 - is_correct]
-        passed, caught, n_c, n_f = bootstrap_sums(numerators, n_boot, rng)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            for name, top, bottom in (("correct_passed", passed, n_c),
-                                      ("flawed_caught", caught, n_f)):
-                low, high, _ = percentile_rows(np.where(bottom > 0, top / np.where(
-                    bottom > 0, bottom, 1), np.nan), level)
-                out[name][0].append(low)
-                out[name][1].append(high)
-    return [summarise("carry", f"{name.replace('_', ' ')}={truth:g}", cell.size,
-                      "ratio_bootstrap", truth, np.concatenate(out[name][0]),
-                      np.concatenate(out[name][1]), clip=True)
-            for name, truth in (("correct_passed", cell.correct_passed),
-                                ("flawed_caught", cell.flawed_caught))]
+    m, n_items = cell.size.members, cell.size.items
+    k = rng.binomial(m, cell.rate, size=replicates)
+    rows = []
+    for method in methods:
+        if method == "ratio_bootstrap":
+            lows, highs = [], []
+            for start in range(0, replicates, chunk):
+                part = k[start:start + chunk]
+                members = rng.binomial(n_items, m / n_items, size=(part.size, n_boot))
+                hits = rng.binomial(members, (part / m)[:, None])
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    rates = np.where(members > 0, hits / np.where(members > 0, members, 1),
+                                     np.nan)
+                low, high, _ = percentile_rows(rates, level)
+                lows.append(low)
+                highs.append(high)
+            low, high = np.concatenate(lows), np.concatenate(highs)
+        else:
+            table_low, table_high = intervals.binomial_intervals(np.arange(m + 1), m, method,
+                                                                 level)
+            low, high = table_low[k], table_high[k]
+        rows.append(summarise("carry", cell.world, cell.size.label, method, cell.rate, low,
+                              high, clip=True))
+    return rows
+
+
+def binomial_coverage(method: str, n: int, rates: np.ndarray, level: float = 0.95
+                      ) -> np.ndarray:
+    """The exact coverage of a binomial interval at n for each true rate: the Binomial(n, rate)
+    probability of the k whose interval holds the rate (no Monte Carlo error)."""
+    rates = np.asarray(rates, dtype=np.float64)
+    low, high = intervals.binomial_intervals(np.arange(n + 1), n, method, level)
+    holds = (low[None, :] <= rates[:, None]) & (rates[:, None] <= high[None, :])
+    return (binom.pmf(np.arange(n + 1)[None, :], n, rates[:, None]) * holds).sum(axis=1)
 
 
 # --- the whole study ------------------------------------------------------------------------
@@ -389,7 +445,7 @@ class StudySize:
     verify_boot: int = 1000
     transfer_replicates: int = 1000
     transfer_boot: int = 1000
-    carry_replicates: int = 500
+    carry_replicates: int = 2000
     carry_boot: int = 1000
     verify_grid: VerifyGrid = field(default_factory=VerifyGrid)
 
@@ -435,7 +491,50 @@ METHOD_NAMES = {
     "jeffreys_bootstrap": "Jeffreys bootstrap", "labelled_bootstrap": "labelled bootstrap",
     "lang_reiczigel": "Lang-Reiczigel", "ppi": "PPI", "ppi_plus_plus": "PPI++",
     "algorithm4_percentile": "Algorithm 4", "ratio_bootstrap": "Algorithm 4 (ratio)",
+    **intervals.RATE_METHOD_TITLES,
 }
+FLOOR = 0.93
+
+
+def held(cells: pd.DataFrame, floor: float = FLOOR) -> bool:
+    """The study's rule: every cell covers at least `floor` within one Monte Carlo error."""
+    return bool(((cells["coverage"] + cells["coverage_mc"]) >= floor).all())
+
+
+def _size_n(size: str) -> int:
+    return int(str(size).removeprefix("n=").split()[0])
+
+
+def decisions(table: pd.DataFrame, floor: float = FLOOR) -> dict:
+    """What the study chooses, by rules fixed before it was run:
+
+    - carry_method: among the binomial intervals that hold at every carry size, the one with
+      the smallest mean width over the carry cells (None where none holds);
+    - carry_held: per carry method, whether it holds at every size;
+    - transfer_held_from: the smallest transfer size n from which Algorithm 4 holds at that
+      size and every larger one studied (None where it does not hold at the largest).
+    """
+    out: dict = {}
+    carry = table[table["family"] == "carry"]
+    if not carry.empty:
+        out["carry_held"] = {method: all(held(group, floor) for _, group in
+                                         part.groupby("size", sort=False))
+                             for method, part in carry.groupby("method", sort=False)}
+        candidates = [m for m in intervals.RATE_METHODS if out["carry_held"].get(m)]
+        widths = carry.groupby("method")["mean_width"].mean()
+        out["carry_method"] = min(candidates, key=lambda m: widths[m]) if candidates else None
+    transfer = table[table["family"] == "transfer"]
+    if not transfer.empty:
+        by_n = {n: held(group, floor) for n, group in
+                transfer.groupby(transfer["size"].map(_size_n))}
+        held_from = None
+        for n in sorted(by_n, reverse=True):
+            if not by_n[n]:
+                break
+            held_from = n
+        out["transfer_held"] = by_n
+        out["transfer_held_from"] = held_from
+    return out
 
 
 def _cover(row) -> str:
@@ -488,16 +587,37 @@ def summary_markdown(table: pd.DataFrame, floor: float = 0.93) -> str:
         elif family == "transfer":
             keys = ["method", "size"]
         elif family == "carry":
-            keys = ["method", "size"]
+            keys = ["size", "method"]
+        holds = family in ("carry", "transfer")
         header = [*keys, "cells", "mean coverage", f"cells below {floor:.2f}", "lowest cell",
-                  "mean coverage with an interval", "mean width"]
+                  "mean coverage with an interval", "mean width",
+                  *(["holds (every cell + MC error >= 0.93)"] if holds else [])]
         rows = []
         for key, group in part.groupby(keys, sort=False):
             key = key if isinstance(key, tuple) else (key,)
             rows.append([*(METHOD_NAMES.get(str(k), str(k)) for k in key), len(group),
                          f"{group.coverage.mean():.3f}", f"{(group.coverage < floor).mean():.2f}",
                          f"{group.coverage.min():.3f}", f"{group.coverage_defined.mean():.3f}",
-                         f"{group.mean_width.mean():.3f}"])
+                         f"{group.mean_width.mean():.3f}",
+                         *(["yes" if held(group, floor) else "no"] if holds else [])])
         lines += [f"### {family}", "", *markdown_table(header, rows)]
         lines.append("")
     return "\n".join(lines)
+
+
+def exact_markdown(sizes=CARRY_SIZES, methods=intervals.RATE_METHODS, level: float = 0.95,
+                   step: float = 0.001) -> str:
+    """Per carry denominator m and binomial method, its exact coverage (`binomial_coverage`,
+    no Monte Carlo error): the lowest over true rates step, 2 step, ..., 1 - step, and the
+    lowest over the study's rates (CARRY_RATES)."""
+    grid = np.arange(step, 1 - step / 2, step)
+    header = ["m", "method", f"lowest exact coverage, rates {step:g} to {1 - step:g}",
+              "at rate", "lowest at the study's rates"]
+    rows = []
+    for m in sorted({size.members for size in sizes}):
+        for method in methods:
+            fine = binomial_coverage(method, m, grid, level)
+            study = binomial_coverage(method, m, np.array(CARRY_RATES), level)
+            rows.append([m, METHOD_NAMES.get(method, method), f"{fine.min():.3f}",
+                         f"{grid[fine.argmin()]:.3f}", f"{study.min():.3f}"])
+    return "\n".join(markdown_table(header, rows)) + "\n"

@@ -7,7 +7,9 @@ by `write_table`).
 Bootstrapped values print as "estimate [low, high]" to 2 decimals, e.g. "0.42 [0.31, 0.55]"
 (the 95% paired bootstrap percentile interval); a missing estimate prints "n/a", and so
 does a missing bound inside the brackets ("0.42 [n/a, n/a]"). A cell with no row prints
-"n/a". Table A.7 holds plain percents (1 decimal) and Table A.9 plain numbers (words to 1
+"n/a". An interval of zero width ("0.00 [0.00, 0.00]§") or over fewer examples than the
+coverage study found Algorithm 4 holding 95% at ("‡", rubriclab.stats.intervals.
+TRANSFER_HELD_FROM) is marked, and the table says what the mark means under its caption. Table A.7 holds plain percents (1 decimal) and Table A.9 plain numbers (words to 1
 decimal, ratios to 2); their frames hold those numbers rounded the same way.
 Bad input raises ValueError naming the missing column or the empty selection.
 
@@ -21,6 +23,7 @@ from typing import Sequence
 import pandas as pd
 
 from rubriclab.labels import with_labels
+from rubriclab.stats.intervals import algorithm4_flags, algorithm4_footnotes
 from rubriclab.tidy import markdown_table
 
 from .figures import (
@@ -62,11 +65,15 @@ def pair_label(generator: str, generator_b: str) -> str:
 
 
 def _cell(row) -> str:
-    return interval_cell(row["estimate"], row["low"], row["high"])
+    """"estimate [low, high]", marked where the interval says less than a 95% one should
+    (rubriclab.stats.intervals.algorithm4_flags; `_document` adds the footnotes)."""
+    return interval_cell(row["estimate"], row["low"], row["high"]) + algorithm4_flags(
+        row["estimate"], row["low"], row["high"], row["n_examples"])
 
 
 def _document(title: str, body: list[str], caption: str) -> str:
-    return "\n".join([f"# transfer, {title}", "", *body, "", caption, ""])
+    return "\n".join([f"# transfer, {title}", "", *body, "", caption, "",
+                      *algorithm4_footnotes(body)])
 
 
 def _paired_table(rows: pd.DataFrame, metrics: Sequence[str], labels: dict[str, str],
