@@ -359,40 +359,76 @@ def adapt_revision(recorded: Revision, rubric: Rubric) -> Revision:
                     mode=recorded.mode, start=recorded.start)
 
 
-@dataclass
 class EvidenceSource:
-    """Gate evidence: the judge's verdicts on the gate items (labelled, in the rubric's scope)."""
+    """Gate evidence: the judge's verdicts on the gate items (labelled, in the rubric's scope),
+    less the items left out (`without`).
 
-    verdicts: Verdicts
-    items: pd.DataFrame  # gate items: item_id, label, scope
+    The verdict codes of a scope's gate items on a check text are looked up once and shared
+    by every source made from this one with `without`: a leave-one-report-out replay costs
+    array indexing, not a lookup per item and check.
+    """
+
+    def __init__(self, verdicts: Verdicts, items: pd.DataFrame,
+                 left_out: Iterable[str] = (), _blocks: dict | None = None):
+        self.verdicts = verdicts
+        self.items = items  # gate items: item_id, label, scope (before anything is left out)
+        self.left_out = frozenset(left_out)
+        self._blocks = {} if _blocks is None else _blocks  # shared with `without` copies
 
     @property
     def item_ids(self) -> frozenset[str]:
-        return frozenset(self.items["item_id"])
+        return frozenset(self.items["item_id"]) - self.left_out
 
     def without(self, item_ids: Iterable[str]) -> EvidenceSource:
-        """The same source with these items left out."""
-        left_out = set(item_ids)
-        return EvidenceSource(self.verdicts, self.items[~self.items["item_id"].isin(left_out)])
+        """The same source with these items left out too."""
+        return EvidenceSource(self.verdicts, self.items, self.left_out | set(item_ids),
+                              self._blocks)
+
+    def _block(self, scope: str) -> _ScopeBlock:
+        if scope not in self._blocks:
+            self._blocks[scope] = _ScopeBlock(self.verdicts, _in_scope(self.items, scope))
+        return self._blocks[scope]
 
     def for_scope(self, scope: str) -> Callable[[Rubric, Revision], GateEvidence]:
-        in_scope = _in_scope(self.items, scope)
+        block = self._block(scope)
+        kept = ~np.isin(block.item_ids, list(self.left_out)) if self.left_out \
+            else np.ones(len(block.item_ids), dtype=bool)
 
         def evidence(rubric: Rubric, revision: Revision) -> GateEvidence:
             proposed = {i: op.new_text for i, op in enumerate(revision.ops)
                         if isinstance(op, (Edit, Add))}
             texts = [c.text for c in rubric.checks] + list(proposed.values())
-            codes = self.verdicts.matrix(list(in_scope["item_id"]), texts)
+            codes = block.codes(texts)[kept]
             determined = (codes != UNDETERMINED).all(axis=1)
             fails = codes[determined] == FAIL
             n = len(rubric.checks)
             return GateEvidence(
-                flawed=(in_scope["label"].to_numpy()[determined] == "flawed"),
+                flawed=block.flawed[kept][determined],
                 current_fails={c.id: fails[:, k] for k, c in enumerate(rubric.checks)},
                 proposed_fails={i: fails[:, n + k] for k, i in enumerate(proposed)},
             )
 
         return evidence
+
+
+class _ScopeBlock:
+    """The gate items of one scope and their verdict codes, one cached column per check text."""
+
+    def __init__(self, verdicts: Verdicts, items: pd.DataFrame):
+        self.verdicts = verdicts
+        self.item_ids = items["item_id"].to_numpy(dtype=object)
+        self.flawed = items["label"].to_numpy() == "flawed"
+        self._columns: dict[str, np.ndarray] = {}
+
+    def codes(self, texts: Sequence[str]) -> np.ndarray:
+        """(n_items x len(texts)) int8 codes."""
+        for text in texts:
+            if text not in self._columns:
+                self._columns[text] = np.array([self.verdicts.code(i, text)
+                                                for i in self.item_ids], dtype=np.int8)
+        if not texts:
+            return np.zeros((len(self.item_ids), 0), dtype=np.int8)
+        return np.column_stack([self._columns[t] for t in texts])
 
 
 def replay_chain(record: Mapping, gate_name: str, evidence_source: EvidenceSource | None,
@@ -430,7 +466,7 @@ def decision_rows(results: Mapping[str, ChainResult], **labels: object) -> list[
             if chain_round.rejected:
                 rows.append(dict(labels, scope=scope, round=chain_round.round, op_index=-1,
                                  action="", check_id="", accepted=False, evidence=True,
-                                 reason=f"proposal {chain_round.proposal.kind}: "
+                                 reads_verdicts=False, reason=f"proposal {chain_round.proposal.kind}: "
                                         f"{chain_round.proposal.reason}"))
                 continue
             for decision in chain_round.decisions or _ungated(chain_round):
@@ -440,12 +476,14 @@ def decision_rows(results: Mapping[str, ChainResult], **labels: object) -> list[
                                  check_id=getattr(op, "check_id", ""),
                                  text=getattr(op, "new_text", ""),
                                  accepted=decision.accepted, evidence=decision.evidence,
+                                 reads_verdicts=decision.reads_verdicts,
                                  reason=decision.reason))
     return rows
 
 
 def _ungated(chain_round) -> list[Decision]:
-    return [Decision(i, True, "ungated") for i in range(len(chain_round.proposal.ops))]
+    return [Decision(i, True, "ungated", reads_verdicts=False)
+            for i in range(len(chain_round.proposal.ops))]
 
 
 def decisions_without_evidence(results: Mapping[str, ChainResult], up_to_round: int) -> int:

@@ -206,6 +206,7 @@ class SequentialGate:
 
     name: str
     rule: Rule
+    reads_evidence: bool = True  # False: decides the same whatever the evidence (none, P)
 
     def decide(self, rubric: Rubric, revision: Revision,
                evidence: GateEvidence | None) -> list[Decision]:
@@ -320,9 +321,9 @@ def shapley_and_provenance_rule(state: GateState, op: Operation, index: int) -> 
 
 
 GATES: dict[str, Gate] = {
-    "none": SequentialGate("none", accept_all),
+    "none": SequentialGate("none", accept_all, reads_evidence=False),
     "R": SequentialGate("R", calibration_rule),
-    "P": SequentialGate("P", provenance_rule),
+    "P": SequentialGate("P", provenance_rule, reads_evidence=False),
     "S": SequentialGate("S", shapley_rule),
     "S+P": SequentialGate("S+P", shapley_and_provenance_rule),
 }
