@@ -38,8 +38,8 @@ import pandas as pd
 
 from rubriclab.carry.experiment import (
     EvidenceSource, State, Verdicts, attribution_rows, checked_rubric_round_trip, decision_rows,
-    decisions_without_evidence, failing_positions, rate_rows, rendering_state_codes,
-    replay_chain, require_disjoint, rubric_after, rubric_for, set_codes,
+    decisions_without_evidence, failing_positions, parsed_scope, rate_rows,
+    rendering_state_codes, replay_chain, replay_scope, require_disjoint, rubric_after, rubric_for, set_codes,
 )
 from rubriclab.carry.gates import get_gate
 from rubriclab.carry.revision import ChainResult, Rubric
@@ -198,14 +198,15 @@ class ReportReplays:
             graded.setdefault((scope, left_out), []).append(item_id)
         self.results: dict[tuple[str, str], ChainResult] = {}
         self.no_evidence: dict[tuple[str, str], np.ndarray] = {}  # key -> per round 1..R
+        parsed = {scope: parsed_scope(chain.record, scope) for scope in rubric_scopes}
         for key, reports in graded.items():
             scope, left_out = key
             source = pool.without([left_out]) if left_out else pool
             if reads_evidence:
                 require_disjoint(source.item_ids, reports,
                                  f"gate {gate} evidence of {reports[0]!r} ({chain.labels})")
-            result = replay_chain(chain.record, gate, source if reads_evidence else None,
-                                  scopes=[scope])[scope]
+            result = replay_scope(*parsed[scope], gate, source if reads_evidence else None,
+                                  scope)
             self.results[key] = result
             self.no_evidence[key] = np.array([decisions_without_evidence({scope: result}, n)
                                               for n in range(1, self.rounds + 1)], dtype=float)
@@ -264,32 +265,45 @@ def _round_states(chain: Chain, gate: str, variant: str, items: pd.DataFrame,
 
 def _attribution(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
                  chains: Sequence[Chain]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per check of every ungated chain state; and per deleted check, what it held."""
-    frames, deletions = [], []
+    """Per check of every ungated chain state; and per deleted check, what it held. A rubric
+    that several states hold (a start shared by every chain of its source) is attributed
+    once."""
+    cache: dict[tuple, pd.DataFrame] = {}
+    frames, labels, lengths, flags, deletions = [], [], [], [], []
     for chain in chains:
         record = chain.record
         for scope, scope_chain in record["scopes"].items():
             rounds = scope_chain["rounds"]
             for round_number in range(0, len(rounds) + 1):
                 rubric = rubric_after(record, scope, round_number)
-                frame = attribution_rows(items, verdicts, scope, rubric)
+                key = (scope, tuple((c.id, c.text, c.origin) for c in rubric.checks))
+                if key not in cache:
+                    cache[key] = attribution_rows(items, verdicts, scope, rubric)
+                frame = cache[key]
                 following = rounds[round_number]["ops"] if round_number < len(rounds) else []
                 deleted = {op["id"] for op in following if op["action"] == "delete"}
-                frame = frame.assign(dataset=setting.dataset, judge=setting.judge,
-                                     **chain.labels, round=round_number, scope=scope,
-                                     deleted_next_round=frame["check_id"].isin(deleted))
-                frames.append(frame)
-                for row in frame[frame["deleted_next_round"]].itertuples(index=False):
-                    deletions.append(dict(dataset=setting.dataset, judge=setting.judge,
-                                          **chain.labels, round=round_number + 1, scope=scope,
-                                          check_id=row.check_id, origin=row.origin,
+                state = dict(dataset=setting.dataset, judge=setting.judge, **chain.labels,
+                             round=round_number, scope=scope)
+                flag = frame["check_id"].isin(deleted).to_numpy()
+                frames.append(frame), labels.append(state), lengths.append(len(frame))
+                flags.append(flag)
+                for row in (frame[flag].itertuples(index=False) if flag.any() else ()):
+                    deletions.append(dict(state, round=round_number + 1, check_id=row.check_id,
+                                          origin=row.origin,
                                           had_unique_catch=bool(row.unique_catches > 0),
                                           had_blame=bool(row.blame > 0)))
-    attribution = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    attribution = pd.DataFrame()
+    if frames:
+        attribution = pd.concat(frames, ignore_index=True)
+        for column in labels[0]:
+            attribution[column] = np.repeat(np.array([state[column] for state in labels],
+                                                     dtype=object), lengths)
+        attribution["deleted_next_round"] = np.concatenate(flags)
+        for column in ("seed", "round"):
+            attribution[column] = attribution[column].astype(int)
     return attribution, pd.DataFrame(deletions, columns=[
         "dataset", "judge", "reviser", "source", "mode", "seed", "round", "scope", "check_id",
         "origin", "had_unique_catch", "had_blame"])
-
 
 
 # --- Tables 4 and 5: which checks answer No ------------------------------------------------

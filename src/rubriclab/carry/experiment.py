@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -284,13 +284,19 @@ def verdict_rows(rows: list[dict], completions: Sequence) -> pd.DataFrame:
 
 # --- verdicts -> codes ----------------------------------------------------------------------
 
-def _majority(answers: pd.Series, positive: str, negative: str) -> int:
-    votes = len(answers)
-    if (answers == positive).sum() * 2 > votes:
-        return PASS
-    if (answers == negative).sum() * 2 > votes:
-        return FAIL
-    return UNDETERMINED
+def _majorities(table: pd.DataFrame, keys: list[str], positive: str,
+                negative: str) -> dict[tuple, int]:
+    """keys -> PASS where more than half the votes are `positive`, FAIL where more than half
+    are `negative`, else UNDETERMINED (one vectorised pass over the votes)."""
+    votes = pd.DataFrame({key: table[key].to_numpy(dtype=object) for key in keys})
+    answers = table["answer"].to_numpy(dtype=object)
+    votes["positive"] = answers == positive
+    votes["negative"] = answers == negative
+    counted = votes.groupby(keys, sort=False).agg(
+        votes=("positive", "size"), positive=("positive", "sum"), negative=("negative", "sum"))
+    codes = np.where(counted["positive"] * 2 > counted["votes"], PASS,
+                     np.where(counted["negative"] * 2 > counted["votes"], FAIL, UNDETERMINED))
+    return dict(zip(counted.index, codes.astype(int).tolist()))
 
 
 def check_codes(verdicts: pd.DataFrame) -> dict[tuple[str, str], int]:
@@ -301,16 +307,13 @@ def check_codes(verdicts: pd.DataFrame) -> dict[tuple[str, str], int]:
         first = checks[bad].iloc[0]
         raise ValueError(f"verdict table: answer {first['answer']!r} for item "
                          f"{first['item_id']!r} is not yes, no or unparseable")
-    grouped = checks.groupby(["item_id", "check_text"], sort=False)["answer"]
-    return {key: _majority(answers, "yes", "no") for key, answers in grouped}
+    return _majorities(checks, ["item_id", "check_text"], "yes", "no")
 
 
 def rendering_codes(verdicts: pd.DataFrame) -> dict[tuple[str, str, str], int]:
     """(item_id, source, rendering) -> code, for the one-call renderings."""
     rendered = verdicts[verdicts["kind"] == "rendering"]
-    grouped = rendered.groupby(["item_id", "source", "rendering"], sort=False)["answer"]
-    return {key: _majority(answers, "pass", "fail") for key, answers in grouped}
-
+    return _majorities(rendered, ["item_id", "source", "rendering"], "pass", "fail")
 
 class Verdicts:
     """Lookups of check verdict codes, raising on a (item, text) the judge was never asked."""
@@ -369,25 +372,26 @@ class EvidenceSource:
     """
 
     def __init__(self, verdicts: Verdicts, items: pd.DataFrame,
-                 left_out: Iterable[str] = (), _blocks: dict | None = None):
+                 left_out: Iterable[str] = (), _shared: _Shared | None = None):
         self.verdicts = verdicts
         self.items = items  # gate items: item_id, label, scope (before anything is left out)
         self.left_out = frozenset(left_out)
-        self._blocks = {} if _blocks is None else _blocks  # shared with `without` copies
+        self._shared = _Shared(frozenset(items["item_id"])) if _shared is None else _shared
 
     @property
     def item_ids(self) -> frozenset[str]:
-        return frozenset(self.items["item_id"]) - self.left_out
+        return self._shared.item_ids - self.left_out
 
     def without(self, item_ids: Iterable[str]) -> EvidenceSource:
         """The same source with these items left out too."""
         return EvidenceSource(self.verdicts, self.items, self.left_out | set(item_ids),
-                              self._blocks)
+                              self._shared)
 
     def _block(self, scope: str) -> _ScopeBlock:
-        if scope not in self._blocks:
-            self._blocks[scope] = _ScopeBlock(self.verdicts, _in_scope(self.items, scope))
-        return self._blocks[scope]
+        blocks = self._shared.blocks
+        if scope not in blocks:
+            blocks[scope] = _ScopeBlock(self.verdicts, _in_scope(self.items, scope))
+        return blocks[scope]
 
     def for_scope(self, scope: str) -> Callable[[Rubric, Revision], GateEvidence]:
         block = self._block(scope)
@@ -411,6 +415,14 @@ class EvidenceSource:
         return evidence
 
 
+@dataclass
+class _Shared:
+    """What every `EvidenceSource.without` copy of a source shares."""
+
+    item_ids: frozenset[str]
+    blocks: dict[str, _ScopeBlock] = field(default_factory=dict)
+
+
 class _ScopeBlock:
     """The gate items of one scope and their verdict codes, one cached column per check text."""
 
@@ -431,32 +443,41 @@ class _ScopeBlock:
         return np.column_stack([self._columns[t] for t in texts])
 
 
+def parsed_scope(record: Mapping, scope: str) -> tuple[Rubric, list]:
+    """A recorded chain's start rubric and proposals (Revision or RevisionRejected) of one
+    scope."""
+    chain = record["scopes"][scope]
+    recorded = [revision_from_record(r, r["round"], record["reviser"], record["mode"],
+                                     record.get("source", ""))
+                for r in chain["rounds"]]
+    return rubric_from_dict(chain["start"]), recorded
+
+
+def replay_scope(start: Rubric, recorded: Sequence, gate_name: str,
+                 evidence_source: EvidenceSource | None, scope: str) -> ChainResult:
+    """One scope's recorded proposals (`parsed_scope`) replayed with `gate_name` deciding
+    each change."""
+    def propose(rubric: Rubric, round_number: int):
+        proposal = recorded[round_number - 1]
+        if isinstance(proposal, RevisionRejected):
+            return proposal
+        return adapt_revision(proposal, rubric)
+
+    evidence = evidence_source.for_scope(scope) if evidence_source is not None else None
+    return run_chain(start, len(recorded), propose,
+                     gate=None if gate_name == "none" else get_gate(gate_name),
+                     evidence=evidence)
+
+
 def replay_chain(record: Mapping, gate_name: str, evidence_source: EvidenceSource | None,
                  scopes: Iterable[str] | None = None) -> dict[str, ChainResult]:
     """Every scope of a recorded chain (or only `scopes`) replayed with `gate_name` deciding
     each change. A gate with no evidence for a change refuses it (`rubriclab.carry.gates`)."""
-    gate = get_gate(gate_name)
+    get_gate(gate_name)
     wanted = None if scopes is None else set(scopes)
-    results = {}
-    for scope, chain in record["scopes"].items():
-        if wanted is not None and scope not in wanted:
-            continue
-        start = rubric_from_dict(chain["start"])
-        recorded = [revision_from_record(r, r["round"], record["reviser"], record["mode"],
-                                         record.get("source", ""))
-                    for r in chain["rounds"]]
-
-        def propose(rubric: Rubric, round_number: int, recorded=recorded):
-            proposal = recorded[round_number - 1]
-            if isinstance(proposal, RevisionRejected):
-                return proposal
-            return adapt_revision(proposal, rubric)
-
-        evidence = evidence_source.for_scope(scope) if evidence_source is not None else None
-        results[scope] = run_chain(start, len(recorded), propose,
-                                   gate=None if gate_name == "none" else gate,
-                                   evidence=evidence)
-    return results
+    return {scope: replay_scope(*parsed_scope(record, scope), gate_name, evidence_source,
+                                scope)
+            for scope in record["scopes"] if wanted is None or scope in wanted}
 
 
 def decision_rows(results: Mapping[str, ChainResult], **labels: object) -> list[dict]:
