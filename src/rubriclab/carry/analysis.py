@@ -39,7 +39,8 @@ import pandas as pd
 from rubriclab.carry.experiment import (
     EvidenceSource, State, Verdicts, attribution_rows, checked_rubric_round_trip, decision_rows,
     decisions_without_evidence, failing_positions, parsed_scope, rate_rows,
-    rendering_state_codes, replay_chain, replay_scope, require_disjoint, rubric_after, rubric_for, set_codes,
+    rendering_state_codes, replay_chain, replay_scope, require_disjoint, rubric_after,
+    rubric_for, set_codes,
 )
 from rubriclab.carry.gates import get_gate
 from rubriclab.carry.revision import ChainResult, Rubric
@@ -79,9 +80,12 @@ class Setting:
 
 
 def gate_items(items: pd.DataFrame, dataset: str) -> pd.DataFrame:
-    """The calibration items the standard gates decide with (see the module docstring)."""
-    calibration = items[items["split"] == "calibration"]
-    return calibration[calibration["in_recon72"]] if dataset == "recon" else calibration
+    """The labelled items the gates may decide with (see the module docstring): for Recon the
+    Recon-72 reports (each replay leaves out the report it grades), else the calibration
+    split."""
+    if dataset == "recon":
+        return items[items["in_recon72"]]
+    return items[items["split"] == "calibration"]
 
 
 def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
@@ -95,9 +99,9 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
     scored = items if recon else items[items["split"] == "evaluation"]
     evaluation = (scored["split"] == "evaluation").to_numpy()
     scored_evaluation = scored[evaluation]
+    pool = EvidenceSource(verdicts, gate_items(items, setting.dataset))
     if not recon:
-        calibration = gate_items(items, setting.dataset)
-        require_disjoint(calibration["item_id"], scored_evaluation["item_id"],
+        require_disjoint(pool.item_ids, scored_evaluation["item_id"],
                          f"{setting.dataset} standard gate evidence and gated scores")
     rows: list[dict] = []
     decisions: list[dict] = []
@@ -120,8 +124,6 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
     for source, rubric_set in start_sets.items():
         everywhere.append(State(dict(source=source, rendering="per_check", **START_LABELS),
                                 set_codes(scored, verdicts, lambda scope, s=rubric_set: s)))
-    pool = EvidenceSource(verdicts, items[items["in_recon72"]] if recon
-                          else gate_items(items, setting.dataset))
     for chain in chains:
         for gate in setting.gates:
             if gate == "none":
@@ -234,8 +236,7 @@ class ReportReplays:
             per_scope.setdefault(key[0], []).append(self.no_evidence[key])
         no_evidence = sum((np.mean(counts, axis=0) for counts in per_scope.values()),
                           np.zeros(self.rounds))
-        return [State(dict(**self.chain.labels, rendering="per_check", round=n,
-                           gate=self.gate,
+        return [State(dict(**self.chain.labels, rendering="per_check", round=n, gate=self.gate,
                            variant=variant, n_no_evidence=float(no_evidence[n - 1])),
                       codes[n - 1])
                 for n in range(1, self.rounds + 1)]
@@ -285,7 +286,9 @@ def _attribution(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
                 state = dict(dataset=setting.dataset, judge=setting.judge, **chain.labels,
                              round=round_number, scope=scope)
                 flag = frame["check_id"].isin(deleted).to_numpy()
-                frames.append(frame), labels.append(state), lengths.append(len(frame))
+                frames.append(frame)
+                labels.append(state)
+                lengths.append(len(frame))
                 flags.append(flag)
                 for row in (frame[flag].itertuples(index=False) if flag.any() else ()):
                     deletions.append(dict(state, round=round_number + 1, check_id=row.check_id,

@@ -487,7 +487,8 @@ def decision_rows(results: Mapping[str, ChainResult], **labels: object) -> list[
             if chain_round.rejected:
                 rows.append(dict(labels, scope=scope, round=chain_round.round, op_index=-1,
                                  action="", check_id="", accepted=False, evidence=True,
-                                 reads_verdicts=False, reason=f"proposal {chain_round.proposal.kind}: "
+                                 reads_verdicts=False,
+                                 reason=f"proposal {chain_round.proposal.kind}: "
                                         f"{chain_round.proposal.reason}"))
                 continue
             for decision in chain_round.decisions or _ungated(chain_round):
