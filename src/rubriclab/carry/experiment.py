@@ -315,6 +315,7 @@ def rendering_codes(verdicts: pd.DataFrame) -> dict[tuple[str, str, str], int]:
     rendered = verdicts[verdicts["kind"] == "rendering"]
     return _majorities(rendered, ["item_id", "source", "rendering"], "pass", "fail")
 
+
 class Verdicts:
     """Lookups of check verdict codes, raising on a (item, text) the judge was never asked."""
 
@@ -473,7 +474,7 @@ def replay_chain(record: Mapping, gate_name: str, evidence_source: EvidenceSourc
                  scopes: Iterable[str] | None = None) -> dict[str, ChainResult]:
     """Every scope of a recorded chain (or only `scopes`) replayed with `gate_name` deciding
     each change. A gate with no evidence for a change refuses it (`rubriclab.carry.gates`)."""
-    get_gate(gate_name)
+    get_gate(gate_name)  # an unknown gate name fails here, with no scope replayed
     wanted = None if scopes is None else set(scopes)
     return {scope: replay_scope(*parsed_scope(record, scope), gate_name, evidence_source,
                                 scope)
