@@ -3,8 +3,9 @@
 Two environments, three reports each (ids "<env>:<kind>"): a correct report "ok", a flawed
 report with a planned flaw "planned" and a flawed report with an unplanned miss "miss".
 Recon-72 (the rendering items) is the "ok" and "planned" reports; e1 is a calibration
-environment, e2 an evaluation one. Standard gates decide with e1's Recon-72 reports only and
-are scored on e2; leave-one-out gates decide with every Recon-72 report but the scored one.
+environment, e2 an evaluation one. Every gate replay decides with the Recon-72 reports its
+rubric's scope covers except the graded one (leave-one-report-out); standard rows grade e2's
+reports, leave-one-out rows those of both environments.
 
 Which checks answer No (every other verdict is Yes):
 
@@ -223,9 +224,11 @@ def test_loo_gate_s_decides_each_report_without_it(analysed):
     # ... and it differs from the ungated chain (0 / 50 / 50, then 0 / 25 / 50)
     assert values(rates, gate="none", variant="standard", round=2) == [0.0, 25.0, 50.0]
     n = rate(rates, gate="S", variant="loo").groupby("round")["n_no_evidence"].first()
-    # refused without evidence: round 1 the adds of (e1, e1:ok) and (e2, e2:ok), the delete
-    # of h1 for e1:planned and of k1 for e2:planned; round 2 the delete of k2 for e2:planned
-    assert n.to_dict() == {1: 4, 2: 5}
+    # refused without evidence, per replay: round 1 the add for e1:ok and for e2:ok, the
+    # delete of h1 for e1:planned and of k1 for e2:planned; round 2 also the delete of k2 for
+    # e2:planned. Per scope the mean over its three reports' replays, summed over e1 and e2:
+    # round 1 (1 + 1 + 0) / 3 + (1 + 1 + 0) / 3; round 2 (1 + 1 + 0) / 3 + (1 + 2 + 0) / 3
+    assert n.to_dict() == pytest.approx({1: 4 / 3, 2: 5 / 3})
 
 
 def test_evaluation_environment_rates(analysed):
@@ -235,11 +238,15 @@ def test_evaluation_environment_rates(analysed):
     assert values(rates, source="hand", round=0) == [100.0, 50.0, 0.0]
     assert values(rates, source="label", round=0) == [0.0, 100.0, 100.0]
     assert values(rates, gate="none", variant="standard", round=2) == [0.0, 0.0, 0.0]
-    # standard Gate S: e2's rubric has no calibration report (e2 is an evaluation
-    # environment), so each of its changes is refused for want of evidence
+    # standard Gate S on e2 decides with e2's other Recon-72 reports (as loo): e2:ok's replay
+    # (evidence e2:planned) deletes k1 (k2 also fails e2:planned) and keeps k2 (now unique),
+    # so e2:ok passes {k2}; e2:planned's (evidence e2:ok) refuses every change -> caught;
+    # e2:miss's (both) as e2:ok's -> {k2}: not caught
     assert values(rates, gate="S", variant="standard", round=2) == [100.0, 50.0, 0.0]
     gated = rate(rates, gate="S", variant="standard")
-    assert gated.groupby("round")["n_no_evidence"].first().to_dict() == {1: 2, 2: 3}
+    # only e2's replays count here: round 1 (1 + 1 + 0) / 3, round 2 (1 + 2 + 0) / 3
+    assert gated.groupby("round")["n_no_evidence"].first().to_dict() == pytest.approx(
+        {1: 2 / 3, 2: 1.0})
     n = rate(rates, gate="S", variant="standard", round=2).set_index("metric")["n"]
     assert n.to_dict() == {"correct_passed": 1, "flawed_caught": 2, "unplanned_caught": 1}
     assert values(rates, gate="S", variant="loo", round=2) == [100.0, 50.0, 0.0]
@@ -248,19 +255,44 @@ def test_evaluation_environment_rates(analysed):
 def test_gate_decisions(analysed):
     decisions = analysed.out["decisions"]
     s = decisions[(decisions["gate"] == "S") & (decisions["variant"] == "standard")]
-    got = [(r.scope, r.round, r.action, r.check_id, r.accepted, r.evidence)
-           for r in s.itertuples(index=False)]
-    # round 2: the recorded keep of r1-add1 is dropped (never added under S) and the check
-    # the reviser had deleted (h1, k1) gets an explicit keep
-    assert got == [
-        ("e1", 1, "delete", "h1", False, True), ("e1", 1, "keep", "h2", True, True),
-        ("e1", 1, "add", "", False, True),
-        ("e1", 2, "keep", "h2", True, True), ("e1", 2, "keep", "h1", True, True),
-        ("e2", 1, "delete", "k1", False, False), ("e2", 1, "keep", "k2", True, True),
-        ("e2", 1, "add", "", False, False),
-        ("e2", 2, "delete", "k2", False, False), ("e2", 2, "keep", "k1", True, True),
+    # one replay per evidence set: each Recon-72 report left out in turn, and one with all of
+    # its scope's reports for the reports outside Recon-72 (e1:miss, e2:miss)
+    assert set(zip(s["scope"], s["left_out"])) == {
+        ("e1", "e1:ok"), ("e1", "e1:planned"), ("e1", ""),
+        ("e2", "e2:ok"), ("e2", "e2:planned"), ("e2", "")}
+
+    def replay(scope, left_out):
+        here = s[(s["scope"] == scope) & (s["left_out"] == left_out)]
+        return [(r.round, r.action, r.check_id, r.accepted, r.evidence, r.reads_verdicts)
+                for r in here.itertuples(index=False)]
+
+    # e2 is an evaluation environment: its rubric decides with e2's other reports. Without
+    # e2:ok (evidence e2:planned) S deletes k1 (k2 also fails e2:planned) and refuses to
+    # delete k2 in round 2, on evidence: k2 now holds e2:planned as a unique catch. The add
+    # has no correct report to be judged on. Round 2: the recorded keep of r1-add1 is dropped
+    # (never added under S).
+    assert replay("e2", "e2:ok") == [
+        (1, "delete", "k1", True, True, True), (1, "keep", "k2", True, True, False),
+        (1, "add", "", False, False, False),
+        (2, "delete", "k2", False, True, True),
     ]
-    assert set(decisions["variant"]) == {"standard"}  # loo decisions are not reported
+    refusal = s[(s["left_out"] == "e2:ok") & (s["round"] == 2)].iloc[0]
+    assert "unique catch" in refusal["reason"]
+    # without e2:planned (evidence e2:ok, no flawed report) no deletion can be judged; the
+    # add fails e2:ok, so it is refused for its blame, on evidence; in round 2 k1, which the
+    # reviser had deleted, gets an explicit keep
+    assert replay("e2", "e2:planned") == [
+        (1, "delete", "k1", False, False, False), (1, "keep", "k2", True, True, False),
+        (1, "add", "", False, True, True),
+        (2, "delete", "k2", False, False, False), (2, "keep", "k1", True, True, False),
+    ]
+    assert replay("e1", "e1:ok") == [
+        (1, "delete", "h1", False, True, True), (1, "keep", "h2", True, True, False),
+        (1, "add", "", False, False, False),
+        (2, "keep", "h2", True, True, False), (2, "keep", "h1", True, True, False),
+    ]
+    assert set(decisions["variant"]) == {"standard"}
+    assert set(decisions.loc[decisions["gate"] == "none", "left_out"]) == {""}
     assert set(decisions["source"]) == {"hand"} and set(decisions["mode"]) == {"free"}
 
 
@@ -344,6 +376,55 @@ def test_loo_of_a_single_environment_learns_from_its_other_reports():
     assert rate(rates, gate="S+P", variant="standard").empty
 
 
+def test_a_dataset_wide_chain_decides_with_every_environments_reports_but_the_graded_one():
+    items = make_items()
+
+    def ask(request):
+        entries = [{"id": "l1", "action": "delete"}, {"id": "l2", "action": "delete"},
+                   {"action": "add", "text": ADD}]
+        return SimpleNamespace(outcome="ok", text=json.dumps({"checks": entries}), error="")
+
+    starts = {"label": start_sets()["label"]}
+    chain = Chain("label", run_reviser_chain(starts["label"], 1, "free", 0, "fake/reviser",
+                                             0.7, 900, DESCRIPTION, ask, source="label"))
+    setting = Setting(dataset="recon", judge="fake/judge", gates=("none", "R", "S", "S+P"),
+                      renderings=("per_check",), B=20, seed=0, loo_gates=("S", "S+P"))
+    out = analyse(setting, items, judged(items, chain, starts), starts, [chain])
+    decisions = out["decisions"]
+    s = decisions[decisions["gate"] == "S"]
+    # Gate S: L1 alone fails e1:planned and e2:planned, so deleting l1 is refused in every
+    # replay, with the other environment's report when one of them is left out
+    deletes = s[(s["action"] == "delete") & (s["check_id"] == "l1")]
+    assert not deletes["accepted"].any() and deletes["evidence"].all()
+    catches = dict(zip(deletes["left_out"], deletes["reason"]))
+    assert "holds 1 unique catch" in catches["e1:planned"]
+    assert "holds 1 unique catch" in catches["e2:planned"]
+    assert "holds 2 unique catch" in catches[""]
+    # one replay per Recon-72 report graded, one for the reports outside Recon-72; Gate R
+    # (standard only) grades e2's reports, Gates S and S+P (also leave-one-out) both
+    # environments'
+    assert set(decisions.loc[decisions["gate"] == "R", "left_out"]) == {"e2:ok", "e2:planned",
+                                                                        ""}
+    for gate in ("S", "S+P"):
+        assert set(decisions.loc[decisions["gate"] == gate, "left_out"]) == {
+            "e1:ok", "e1:planned", "e2:ok", "e2:planned", ""}
+    # l2 fails no flawed Recon-72 report: S deletes it; the add fails a correct one: refused
+    assert set(s.loc[s["check_id"] == "l2", "accepted"]) == {True}
+    assert set(s.loc[s["action"] == "add", "accepted"]) == {False}
+    # Gate S+P: both deletions are P's refusals (label-derived), on evidence, no verdict read
+    sp = decisions[(decisions["gate"] == "S+P") & (decisions["action"] == "delete")]
+    assert not sp["accepted"].any() and sp["evidence"].all() and not sp["reads_verdicts"].any()
+    assert sp["reason"].str.startswith("P: ").all()
+    rates = out["rates"]
+    assert set(rate(rates, gate="S+P")["n_no_evidence"]) == {0.0}
+    # S: {l1} on e2: e2:ok passes, e2:planned caught, e2:miss missed
+    evaluation = rate(rates, item_set="recon108", environments="evaluation")
+    assert values(evaluation, gate="S", variant="standard", round=1) == [100.0, 50.0, 0.0]
+    # S+P: {l1, l2} on both environments: e2:ok fails L2; every flawed report caught
+    everywhere = rate(rates, item_set="recon108", environments="all")
+    assert values(everywhere, gate="S+P", variant="loo", round=1) == [50.0, 100.0, 100.0]
+
+
 def test_analyse_refuses_overlapping_evidence_and_scores():
     # an item listed twice, once per split, would be gate evidence and scored
     items = make_items()
@@ -353,8 +434,8 @@ def test_analyse_refuses_overlapping_evidence_and_scores():
                       ignore_index=True)
     setting = Setting(dataset="recon", judge="fake/judge", gates=("none",),
                       renderings=("per_check",), B=20, seed=0)
-    with pytest.raises(ValueError, match=r"recon standard gate evidence and gated scores: 1 "
-                                         r"item\(s\) are both gate evidence and scored"):
+    with pytest.raises(ValueError, match=r"recon items: item id\(s\) \['e2:ok'\] listed more "
+                                         "than once"):
         analyse(setting, twice, verdicts, start_sets(), [chain])
 
 

@@ -483,6 +483,14 @@ def test_evidence_source_without_items_and_disjointness():
     assert source.without(["g1"]).item_ids == {"g2", "g3", "x1"}
     assert source.item_ids == {"g1", "g2", "g3", "x1"}
     require_disjoint(source.without(["g1"]).item_ids, ["g1"], "here")
+    # a copy without g1 gives the same evidence less g1's row, and the original keeps it
+    revision = Revision((Keep("a"), Keep("b"), Keep("c")), 1, REVISER, "free")
+    without = source.without(["g1"]).for_scope("e1")(ABC["e1"], revision)
+    assert without.flawed.tolist() == [True, False]                    # g2, g3
+    assert without.current_fails["a"].tolist() == [False, False]
+    assert source.for_scope("e1")(ABC["e1"], revision).current_fails["a"].tolist() == [
+        True, False, False]
+    assert source.without(["g1"]).without(["g3"]).item_ids == {"g2", "x1"}
     with pytest.raises(ValueError, match=r"here: 1 item\(s\) are both gate evidence and scored"):
         require_disjoint(source.item_ids, ["g1", "zz"], "here")
 

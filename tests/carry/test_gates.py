@@ -194,10 +194,35 @@ def test_gate_s_without_evidence_refuses_every_change_and_counts_it():
         for evidence in (None, empty):
             decisions = GATES[gate].decide(rubric, revision, evidence)
             assert accepted(decisions) == [True, False, False, False]
-            assert [d.evidence for d in decisions] == [True, False, False, False]
+            # S+P: deleting B (label-derived) is P's refusal, which needs no evidence
+            flags = [True, True, False, False] if gate == "S+P" else [True, False, False, False]
+            assert [d.evidence for d in decisions] == flags, gate
+            assert not any(d.reads_verdicts for d in decisions)
     p_decisions = GATES["P"].decide(rubric, revision, None)
     assert accepted(p_decisions) == [True, False, True, True]   # B is label-derived
     assert all(d.evidence for d in p_decisions)
+    assert not any(d.reads_verdicts for d in p_decisions)
+
+
+def test_gate_s_plus_p_refusal_by_the_freeze_is_ps_not_for_want_of_evidence():
+    rubric = table1_rubric()  # B label-derived, C hand-written
+    ops = (Edit("B", "B'."), Delete("B"), Edit("C", "C'."), Delete("C"))
+    revision = Revision(ops=ops, round=1, reviser=REVISER, mode="free")
+    # only correct items: S can judge edits (blame) but not deletions (no flawed item)
+    only_correct = GateEvidence(np.array([False, False]),
+                                {i: np.array([False, False]) for i in "ABCD"},
+                                {0: np.array([False, False]), 2: np.array([False, False])})
+    edit_b, delete_b, edit_c, delete_c = GATES["S+P"].decide(rubric, revision, only_correct)
+    for frozen in (edit_b, delete_b):
+        assert not frozen.accepted and frozen.evidence and not frozen.reads_verdicts
+        assert frozen.reason.startswith("P: ") and "frozen" in frozen.reason
+    # S decides the hand check: the edit with evidence, the deletion without any
+    assert edit_c.accepted and edit_c.evidence and edit_c.reads_verdicts
+    assert not delete_c.accepted and not delete_c.evidence and not delete_c.reads_verdicts
+    assert "no calibration evidence" in delete_c.reason
+    # Gate S alone refuses deleting B for want of evidence, as before
+    s_delete_b = GATES["S"].decide(rubric, revision, only_correct)[1]
+    assert not s_delete_b.accepted and not s_delete_b.evidence
 
 
 # --- gate S+P -------------------------------------------------------------------------------

@@ -19,4 +19,6 @@ splits.to_csv(outputs.splits, index=False)
 Path(outputs.md).write_text(agreement_markdown(agreement, judges, labels=labels),
                             encoding="utf-8")
 record_job(outputs.provenance, [outputs.md, outputs.csv, outputs.splits], snakemake.config,
-           params.models, labels, agreement, sizes={"changes": int(agreement["changes"].sum())})
+           params.models, labels, agreement, sizes={"changes": int(agreement["changes"].sum()),
+                  "left_out_origin": int(agreement["origin"].sum()),
+                  "left_out_no_evidence": int(agreement["no_evidence"].sum())})

@@ -3,20 +3,27 @@ Shapley attribution and the deletions of the self-review chains.
 
 Evidence and scores never overlap (`require_disjoint` is asserted on every replay):
 
-standard  the gates decide with the calibration items only (Recon: the Recon-72 reports of
-          the calibration environments; SummEdits / RAGTruth: the calibration split), and
-          gated rubrics are scored on the evaluation items only (Recon: the Recon-108 reports
-          of the evaluation environments, rows environments="evaluation"; else the
-          evaluation split). Start and ungated rubrics use no evidence and are also scored on
-          every judged Recon environment (environments="all").
-loo       (Recon only, carry Table 2, leave-one-report-out) every judged Recon-108 report r is
-          scored by the rubric its scope's chain reaches when the gate decides with the
-          Recon-72 reports of every judged environment except r itself (r not in Recon-72:
-          all of them). Environment-specific (hand) rubrics so keep evidence from their own
-          environment's other reports. Replayed for the gates in `LOO_GATES`.
+Recon     every gate replay (the standard gates R, P, S, S+P, and Gate S+P leave-one-out,
+          carry Table 2) is leave-one-report-out: a Recon-108 report r is graded by the rubric
+          its scope's chain reaches when the gate decides with the labelled Recon-72 reports
+          that rubric's scope covers, except r itself (r outside Recon-72: all of them). A hand
+          chain (scope = one environment) so decides with its environment's other reports; a
+          dataset-wide chain (label, generated) with every judged environment's reports but r.
+          Standard rows (variant standard) grade the reports of the evaluation environments
+          only (environments="evaluation", carry Figure 6: the label-taught start was taught on
+          the calibration environments' reports); leave-one-out rows (variant loo, the gates in
+          `LOO_GATES`) grade every judged environment (environments="all", carry Table 2) and
+          the evaluation ones. Both come from the same replays (`ReportReplays`).
+SummEdits / RAGTruth  the gates decide with the calibration split and are scored on the
+          evaluation split.
+Start and ungated rubrics use no evidence and are scored on every judged Recon environment
+(environments="all") and on the evaluation ones.
 
-A gate without evidence for a change refuses it; every rate row counts those decisions
-(n_no_evidence, summed over the replays behind the state) and decisions.csv marks each.
+A gate without evidence for a change refuses it; decisions.csv marks each (evidence False)
+and every rate row counts them: n_no_evidence, per rubric scope the mean over the replays
+behind the graded reports, summed over the scopes (refusals per chain, `ReportReplays.states`).
+decisions.csv holds every replay's decisions (column left_out: the report its evidence left
+out, "" for none) and says which decisions read the judge's verdicts (reads_verdicts).
 """
 
 from __future__ import annotations
@@ -31,10 +38,12 @@ import pandas as pd
 
 from rubriclab.carry.experiment import (
     EvidenceSource, State, Verdicts, attribution_rows, checked_rubric_round_trip, decision_rows,
-    decisions_without_evidence, failing_positions, rate_rows, rendering_state_codes,
-    replay_chain, require_disjoint, rubric_after, rubric_for, set_codes,
+    decisions_without_evidence, failing_positions, parsed_scope, rate_rows,
+    rendering_state_codes, replay_chain, replay_scope, require_disjoint, rubric_after,
+    rubric_for, set_codes,
 )
-from rubriclab.carry.revision import Rubric
+from rubriclab.carry.gates import get_gate
+from rubriclab.carry.revision import ChainResult, Rubric
 from rubriclab.carry.sources import ALL_SCOPE
 
 START_LABELS = dict(reviser="", mode="", seed=0, round=0, gate="none", variant="standard",
@@ -71,21 +80,29 @@ class Setting:
 
 
 def gate_items(items: pd.DataFrame, dataset: str) -> pd.DataFrame:
-    """The calibration items the standard gates decide with (see the module docstring)."""
-    calibration = items[items["split"] == "calibration"]
-    return calibration[calibration["in_recon72"]] if dataset == "recon" else calibration
+    """The labelled items the gates may decide with (see the module docstring): for Recon the
+    Recon-72 reports (each replay leaves out the report it grades), else the calibration
+    split."""
+    if dataset == "recon":
+        return items[items["in_recon72"]]
+    return items[items["split"] == "calibration"]
 
 
 def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
             start_sets: Mapping[str, Mapping[str, Rubric]],
             chains: Sequence[Chain]) -> dict[str, pd.DataFrame]:
     recon = setting.dataset == "recon"
-    gate_pool = gate_items(items, setting.dataset)
+    repeated = items["item_id"][items["item_id"].duplicated()]
+    if not repeated.empty:
+        raise ValueError(f"{setting.dataset} items: item id(s) {sorted(set(repeated))[:3]} "
+                         "listed more than once")
     scored = items if recon else items[items["split"] == "evaluation"]
     evaluation = (scored["split"] == "evaluation").to_numpy()
     scored_evaluation = scored[evaluation]
-    require_disjoint(gate_pool["item_id"], scored_evaluation["item_id"],
-                     f"{setting.dataset} standard gate evidence and gated scores")
+    pool = EvidenceSource(verdicts, gate_items(items, setting.dataset))
+    if not recon:
+        require_disjoint(pool.item_ids, scored_evaluation["item_id"],
+                         f"{setting.dataset} standard gate evidence and gated scores")
     rows: list[dict] = []
     decisions: list[dict] = []
     common = dict(dataset=setting.dataset, judge=setting.judge)
@@ -101,33 +118,50 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
         rows += rate_rows(recon72, states, metrics, setting.B, setting.seed, **common,
                           item_set="recon72", environments="all")
 
-    everywhere, gated = [], []  # states over all scored items; over the evaluation items
+    # start and ungated states over every scored item (Recon: and their evaluation subset);
+    # leave-one-out states over every scored item; gated states over the evaluation items
+    everywhere, loo_everywhere, gated = [], [], []
     for source, rubric_set in start_sets.items():
         everywhere.append(State(dict(source=source, rendering="per_check", **START_LABELS),
                                 set_codes(scored, verdicts, lambda scope, s=rubric_set: s)))
-    standard = EvidenceSource(verdicts, gate_pool)
     for chain in chains:
         for gate in setting.gates:
-            replayed = replay_chain(chain.record, gate, standard)
             if gate == "none":
-                checked_rubric_round_trip(chain.record, replayed)
-            decisions += decision_rows(replayed, **common, **chain.labels, gate=gate,
-                                       variant="standard")
-            target, on = (everywhere, scored) if gate == "none" or not recon \
-                else (gated, scored_evaluation)
-            target += _round_states(chain, gate, "standard", on, verdicts,
-                                    lambda scope, r=replayed: r,
-                                    lambda n, r=replayed: decisions_without_evidence(r, n))
-            if recon and gate in setting.loo_gates:
-                everywhere += _loo_states(chain, gate, scored, verdicts,
-                                          EvidenceSource(verdicts, items[items["in_recon72"]]))
+                ungated = replay_chain(chain.record, "none", None)
+                checked_rubric_round_trip(chain.record, ungated)
+                decisions += decision_rows(ungated, **common, **chain.labels, gate="none",
+                                           variant="standard", left_out="")
+                everywhere += _round_states(chain, "none", "standard", scored, verdicts,
+                                            lambda scope, r=ungated: r, lambda n: 0)
+                continue
+            if not recon:
+                replayed = replay_chain(chain.record, gate, pool)
+                decisions += decision_rows(replayed, **common, **chain.labels, gate=gate,
+                                           variant="standard", left_out="")
+                gated += _round_states(
+                    chain, gate, "standard", scored_evaluation, verdicts,
+                    lambda scope, r=replayed: r,
+                    lambda n, r=replayed: decisions_without_evidence(r, n))
+                continue
+            loo = gate in setting.loo_gates
+            replays = ReportReplays(chain, gate, scored if loo else scored_evaluation, pool)
+            decisions += replays.decision_rows(**common, **chain.labels, gate=gate,
+                                               variant="standard")
+            gated += replays.states(scored_evaluation, verdicts, "standard")
+            if loo:
+                loo_everywhere += replays.states(scored, verdicts, "loo")
+                gated += replays.states(scored_evaluation, verdicts, "loo")
     item_set = "recon108" if recon else "evaluation"
-    rows += rate_rows(scored, everywhere, metrics, setting.B, setting.seed, **common,
-                      item_set=item_set, environments="all")
-    if recon and evaluation.any():
+    if recon:
+        rows += rate_rows(scored, everywhere + loo_everywhere, metrics, setting.B,
+                          setting.seed, **common, item_set=item_set, environments="all")
         subset = [State(s.labels, s.codes[evaluation]) for s in everywhere] + gated
-        rows += rate_rows(scored_evaluation, subset, metrics, setting.B, setting.seed,
-                          **common, item_set=item_set, environments="evaluation")
+        if evaluation.any():
+            rows += rate_rows(scored_evaluation, subset, metrics, setting.B, setting.seed,
+                              **common, item_set=item_set, environments="evaluation")
+    else:
+        rows += rate_rows(scored, everywhere + gated, metrics, setting.B, setting.seed,
+                          **common, item_set=item_set, environments="all")
 
     attribution, deletions = _attribution(setting, scored, verdicts, chains)
     return {
@@ -138,35 +172,74 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
     }
 
 
-def _loo_states(chain: Chain, gate: str, scored: pd.DataFrame, verdicts: Verdicts,
-                pool: EvidenceSource) -> list[State]:
-    """Leave-one-report-out states after rounds 1..R: each scored report graded by the rubric
-    of a replay whose evidence leaves that report out (module docstring)."""
-    rounds = int(chain.record["rounds"])
-    pool_ids = pool.item_ids
-    replays: dict[tuple[str, str], dict] = {}  # (scope of the rubric, left-out item) -> result
-    rubric_scopes = list(chain.record["scopes"])
-    codes = np.zeros((rounds, len(scored)), dtype=np.int8)
-    no_evidence = np.zeros(rounds, dtype=int)
-    for k, item in enumerate(scored.itertuples(index=False)):
-        scope = item.scope if item.scope in rubric_scopes else ALL_SCOPE
-        if scope not in rubric_scopes:
-            raise ValueError(f"chain {chain.labels}: no rubric applies to scope {item.scope!r}")
-        left_out = item.item_id if item.item_id in pool_ids else ""
-        key = (scope, left_out)
-        if key not in replays:
+class ReportReplays:
+    """One gate's replays of a Recon chain, leave-one-report-out (module docstring): the
+    rubric that grades report r comes from a replay whose evidence is the Recon-72 reports of
+    its rubric's scope except r. Reports with the same evidence share one replay: every report
+    outside Recon-72 the replay with all of its scope's, and every report under a gate that
+    reads no evidence (P) the one replay without any.
+
+    `items`: the reports to grade; `pool`: the gate evidence (the labelled Recon-72 reports).
+    """
+
+    def __init__(self, chain: Chain, gate: str, items: pd.DataFrame, pool: EvidenceSource):
+        self.chain, self.gate = chain, gate
+        self.rounds = int(chain.record["rounds"])
+        rubric_scopes = list(chain.record["scopes"])
+        reads_evidence = get_gate(gate).reads_evidence
+        pool_ids = pool.item_ids
+        self.key_of: dict[str, tuple[str, str]] = {}  # report -> (rubric scope, left-out report)
+        graded: dict[tuple[str, str], list[str]] = {}
+        for item_id, item_scope in zip(items["item_id"], items["scope"]):
+            scope = item_scope if item_scope in rubric_scopes else ALL_SCOPE
+            if scope not in rubric_scopes:
+                raise ValueError(f"chain {chain.labels}: no rubric applies to scope "
+                                 f"{item_scope!r}")
+            left_out = item_id if reads_evidence and item_id in pool_ids else ""
+            self.key_of[item_id] = (scope, left_out)
+            graded.setdefault((scope, left_out), []).append(item_id)
+        self.results: dict[tuple[str, str], ChainResult] = {}
+        self.no_evidence: dict[tuple[str, str], np.ndarray] = {}  # key -> per round 1..R
+        parsed = {scope: parsed_scope(chain.record, scope) for scope in rubric_scopes}
+        for key, reports in graded.items():
+            scope, left_out = key
             source = pool.without([left_out]) if left_out else pool
-            require_disjoint(source.item_ids, [item.item_id],
-                             f"leave-one-out evidence of {item.item_id!r}")
-            replays[key] = replay_chain(chain.record, gate, source, scopes=[scope])
-            no_evidence += [decisions_without_evidence(replays[key], n)
-                            for n in range(1, rounds + 1)]
-        result = replays[key][scope]
-        for n in range(1, rounds + 1):
-            codes[n - 1, k] = verdicts.rubric_code(item.item_id, result.rubric_after(n))
-    return [State(dict(**chain.labels, rendering="per_check", round=n, gate=gate,
-                       variant="loo", n_no_evidence=int(no_evidence[n - 1])), codes[n - 1])
-            for n in range(1, rounds + 1)]
+            if reads_evidence:
+                require_disjoint(source.item_ids, reports,
+                                 f"gate {gate} evidence of {reports[0]!r} ({chain.labels})")
+            result = replay_scope(*parsed[scope], gate, source if reads_evidence else None,
+                                  scope)
+            self.results[key] = result
+            self.no_evidence[key] = np.array([decisions_without_evidence({scope: result}, n)
+                                              for n in range(1, self.rounds + 1)], dtype=float)
+
+    def decision_rows(self, **labels: object) -> list[dict]:
+        """Every replay's decisions, column left_out naming the report its evidence left
+        out ("" for none)."""
+        rows = []
+        for (scope, left_out), result in self.results.items():
+            rows += decision_rows({scope: result}, **labels, left_out=left_out)
+        return rows
+
+    def states(self, items: pd.DataFrame, verdicts: Verdicts, variant: str) -> list[State]:
+        """States after rounds 1..R on `items` (each report graded by its replay's rubric),
+        with n_no_evidence: per rubric scope the mean, over the graded reports, of the
+        refusals for want of evidence in the replay behind each, summed over the scopes (a
+        chain's refusals, averaged over its replays)."""
+        codes = np.zeros((self.rounds, len(items)), dtype=np.int8)
+        per_scope: dict[str, list[np.ndarray]] = {}
+        for k, item_id in enumerate(items["item_id"]):
+            key = self.key_of[item_id]
+            result = self.results[key]
+            for n in range(1, self.rounds + 1):
+                codes[n - 1, k] = verdicts.rubric_code(item_id, result.rubric_after(n))
+            per_scope.setdefault(key[0], []).append(self.no_evidence[key])
+        no_evidence = sum((np.mean(counts, axis=0) for counts in per_scope.values()),
+                          np.zeros(self.rounds))
+        return [State(dict(**self.chain.labels, rendering="per_check", round=n, gate=self.gate,
+                           variant=variant, n_no_evidence=float(no_evidence[n - 1])),
+                      codes[n - 1])
+                for n in range(1, self.rounds + 1)]
 
 
 def _rendering_codes(items: pd.DataFrame, verdicts: Verdicts, source: str, rendering: str,
@@ -193,32 +266,47 @@ def _round_states(chain: Chain, gate: str, variant: str, items: pd.DataFrame,
 
 def _attribution(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
                  chains: Sequence[Chain]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per check of every ungated chain state; and per deleted check, what it held."""
-    frames, deletions = [], []
+    """Per check of every ungated chain state; and per deleted check, what it held. A rubric
+    that several states hold (a start shared by every chain of its source) is attributed
+    once."""
+    cache: dict[tuple, pd.DataFrame] = {}
+    frames, labels, lengths, flags, deletions = [], [], [], [], []
     for chain in chains:
         record = chain.record
         for scope, scope_chain in record["scopes"].items():
             rounds = scope_chain["rounds"]
             for round_number in range(0, len(rounds) + 1):
                 rubric = rubric_after(record, scope, round_number)
-                frame = attribution_rows(items, verdicts, scope, rubric)
+                key = (scope, tuple((c.id, c.text, c.origin) for c in rubric.checks))
+                if key not in cache:
+                    cache[key] = attribution_rows(items, verdicts, scope, rubric)
+                frame = cache[key]
                 following = rounds[round_number]["ops"] if round_number < len(rounds) else []
                 deleted = {op["id"] for op in following if op["action"] == "delete"}
-                frame = frame.assign(dataset=setting.dataset, judge=setting.judge,
-                                     **chain.labels, round=round_number, scope=scope,
-                                     deleted_next_round=frame["check_id"].isin(deleted))
+                state = dict(dataset=setting.dataset, judge=setting.judge, **chain.labels,
+                             round=round_number, scope=scope)
+                flag = frame["check_id"].isin(deleted).to_numpy()
                 frames.append(frame)
-                for row in frame[frame["deleted_next_round"]].itertuples(index=False):
-                    deletions.append(dict(dataset=setting.dataset, judge=setting.judge,
-                                          **chain.labels, round=round_number + 1, scope=scope,
-                                          check_id=row.check_id, origin=row.origin,
+                labels.append(state)
+                lengths.append(len(frame))
+                flags.append(flag)
+                for row in (frame[flag].itertuples(index=False) if flag.any() else ()):
+                    deletions.append(dict(state, round=round_number + 1, check_id=row.check_id,
+                                          origin=row.origin,
                                           had_unique_catch=bool(row.unique_catches > 0),
                                           had_blame=bool(row.blame > 0)))
-    attribution = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    attribution = pd.DataFrame()
+    if frames:
+        attribution = pd.concat(frames, ignore_index=True)
+        for column in labels[0]:
+            attribution[column] = np.repeat(np.array([state[column] for state in labels],
+                                                     dtype=object), lengths)
+        attribution["deleted_next_round"] = np.concatenate(flags)
+        for column in ("seed", "round"):
+            attribution[column] = attribution[column].astype(int)
     return attribution, pd.DataFrame(deletions, columns=[
         "dataset", "judge", "reviser", "source", "mode", "seed", "round", "scope", "check_id",
         "origin", "had_unique_catch", "had_blame"])
-
 
 
 # --- Tables 4 and 5: which checks answer No ------------------------------------------------

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -286,13 +286,19 @@ def verdict_rows(rows: list[dict], completions: Sequence) -> pd.DataFrame:
 
 # --- verdicts -> codes ----------------------------------------------------------------------
 
-def _majority(answers: pd.Series, positive: str, negative: str) -> int:
-    votes = len(answers)
-    if (answers == positive).sum() * 2 > votes:
-        return PASS
-    if (answers == negative).sum() * 2 > votes:
-        return FAIL
-    return UNDETERMINED
+def _majorities(table: pd.DataFrame, keys: list[str], positive: str,
+                negative: str) -> dict[tuple, int]:
+    """keys -> PASS where more than half the votes are `positive`, FAIL where more than half
+    are `negative`, else UNDETERMINED (one vectorised pass over the votes)."""
+    votes = pd.DataFrame({key: table[key].to_numpy(dtype=object) for key in keys})
+    answers = table["answer"].to_numpy(dtype=object)
+    votes["positive"] = answers == positive
+    votes["negative"] = answers == negative
+    counted = votes.groupby(keys, sort=False).agg(
+        votes=("positive", "size"), positive=("positive", "sum"), negative=("negative", "sum"))
+    codes = np.where(counted["positive"] * 2 > counted["votes"], PASS,
+                     np.where(counted["negative"] * 2 > counted["votes"], FAIL, UNDETERMINED))
+    return dict(zip(counted.index, codes.astype(int).tolist()))
 
 
 def check_codes(verdicts: pd.DataFrame) -> dict[tuple[str, str], int]:
@@ -303,15 +309,13 @@ def check_codes(verdicts: pd.DataFrame) -> dict[tuple[str, str], int]:
         first = checks[bad].iloc[0]
         raise ValueError(f"verdict table: answer {first['answer']!r} for item "
                          f"{first['item_id']!r} is not yes, no or unparseable")
-    grouped = checks.groupby(["item_id", "check_text"], sort=False)["answer"]
-    return {key: _majority(answers, "yes", "no") for key, answers in grouped}
+    return _majorities(checks, ["item_id", "check_text"], "yes", "no")
 
 
 def rendering_codes(verdicts: pd.DataFrame) -> dict[tuple[str, str, str], int]:
     """(item_id, source, rendering) -> code, for the one-call renderings."""
     rendered = verdicts[verdicts["kind"] == "rendering"]
-    grouped = rendered.groupby(["item_id", "source", "rendering"], sort=False)["answer"]
-    return {key: _majority(answers, "pass", "fail") for key, answers in grouped}
+    return _majorities(rendered, ["item_id", "source", "rendering"], "pass", "fail")
 
 
 class Verdicts:
@@ -361,35 +365,52 @@ def adapt_revision(recorded: Revision, rubric: Rubric) -> Revision:
                     mode=recorded.mode, start=recorded.start)
 
 
-@dataclass
 class EvidenceSource:
-    """Gate evidence: the judge's verdicts on the gate items (labelled, in the rubric's scope)."""
+    """Gate evidence: the judge's verdicts on the gate items (labelled, in the rubric's scope),
+    less the items left out (`without`).
 
-    verdicts: Verdicts
-    items: pd.DataFrame  # gate items: item_id, label, scope
+    The verdict codes of a scope's gate items on a check text are looked up once and shared
+    by every source made from this one with `without`: a leave-one-report-out replay costs
+    array indexing, not a lookup per item and check.
+    """
+
+    def __init__(self, verdicts: Verdicts, items: pd.DataFrame,
+                 left_out: Iterable[str] = (), _shared: _Shared | None = None):
+        self.verdicts = verdicts
+        self.items = items  # gate items: item_id, label, scope (before anything is left out)
+        self.left_out = frozenset(left_out)
+        self._shared = _Shared(frozenset(items["item_id"])) if _shared is None else _shared
 
     @property
     def item_ids(self) -> frozenset[str]:
-        return frozenset(self.items["item_id"])
+        return self._shared.item_ids - self.left_out
 
     def without(self, item_ids: Iterable[str]) -> EvidenceSource:
-        """The same source with these items left out."""
-        left_out = set(item_ids)
-        return EvidenceSource(self.verdicts, self.items[~self.items["item_id"].isin(left_out)])
+        """The same source with these items left out too."""
+        return EvidenceSource(self.verdicts, self.items, self.left_out | set(item_ids),
+                              self._shared)
+
+    def _block(self, scope: str) -> _ScopeBlock:
+        blocks = self._shared.blocks
+        if scope not in blocks:
+            blocks[scope] = _ScopeBlock(self.verdicts, _in_scope(self.items, scope))
+        return blocks[scope]
 
     def for_scope(self, scope: str) -> Callable[[Rubric, Revision], GateEvidence]:
-        in_scope = _in_scope(self.items, scope)
+        block = self._block(scope)
+        kept = ~np.isin(block.item_ids, list(self.left_out)) if self.left_out \
+            else np.ones(len(block.item_ids), dtype=bool)
 
         def evidence(rubric: Rubric, revision: Revision) -> GateEvidence:
             proposed = {i: op.new_text for i, op in enumerate(revision.ops)
                         if isinstance(op, (Edit, Add))}
             texts = [c.text for c in rubric.checks] + list(proposed.values())
-            codes = self.verdicts.matrix(list(in_scope["item_id"]), texts)
+            codes = block.codes(texts)[kept]
             determined = (codes != UNDETERMINED).all(axis=1)
             fails = codes[determined] == FAIL
             n = len(rubric.checks)
             return GateEvidence(
-                flawed=(in_scope["label"].to_numpy()[determined] == "flawed"),
+                flawed=block.flawed[kept][determined],
                 current_fails={c.id: fails[:, k] for k, c in enumerate(rubric.checks)},
                 proposed_fails={i: fails[:, n + k] for k, i in enumerate(proposed)},
             )
@@ -397,32 +418,69 @@ class EvidenceSource:
         return evidence
 
 
+@dataclass
+class _Shared:
+    """What every `EvidenceSource.without` copy of a source shares."""
+
+    item_ids: frozenset[str]
+    blocks: dict[str, _ScopeBlock] = field(default_factory=dict)
+
+
+class _ScopeBlock:
+    """The gate items of one scope and their verdict codes, one cached column per check text."""
+
+    def __init__(self, verdicts: Verdicts, items: pd.DataFrame):
+        self.verdicts = verdicts
+        self.item_ids = items["item_id"].to_numpy(dtype=object)
+        self.flawed = items["label"].to_numpy() == "flawed"
+        self._columns: dict[str, np.ndarray] = {}
+
+    def codes(self, texts: Sequence[str]) -> np.ndarray:
+        """(n_items x len(texts)) int8 codes."""
+        for text in texts:
+            if text not in self._columns:
+                self._columns[text] = np.array([self.verdicts.code(i, text)
+                                                for i in self.item_ids], dtype=np.int8)
+        if not texts:
+            return np.zeros((len(self.item_ids), 0), dtype=np.int8)
+        return np.column_stack([self._columns[t] for t in texts])
+
+
+def parsed_scope(record: Mapping, scope: str) -> tuple[Rubric, list]:
+    """A recorded chain's start rubric and proposals (Revision or RevisionRejected) of one
+    scope."""
+    chain = record["scopes"][scope]
+    recorded = [revision_from_record(r, r["round"], record["reviser"], record["mode"],
+                                     record.get("source", ""))
+                for r in chain["rounds"]]
+    return rubric_from_dict(chain["start"]), recorded
+
+
+def replay_scope(start: Rubric, recorded: Sequence, gate_name: str,
+                 evidence_source: EvidenceSource | None, scope: str) -> ChainResult:
+    """One scope's recorded proposals (`parsed_scope`) replayed with `gate_name` deciding
+    each change."""
+    def propose(rubric: Rubric, round_number: int):
+        proposal = recorded[round_number - 1]
+        if isinstance(proposal, RevisionRejected):
+            return proposal
+        return adapt_revision(proposal, rubric)
+
+    evidence = evidence_source.for_scope(scope) if evidence_source is not None else None
+    return run_chain(start, len(recorded), propose,
+                     gate=None if gate_name == "none" else get_gate(gate_name),
+                     evidence=evidence)
+
+
 def replay_chain(record: Mapping, gate_name: str, evidence_source: EvidenceSource | None,
                  scopes: Iterable[str] | None = None) -> dict[str, ChainResult]:
     """Every scope of a recorded chain (or only `scopes`) replayed with `gate_name` deciding
     each change. A gate with no evidence for a change refuses it (`rubriclab.carry.gates`)."""
-    gate = get_gate(gate_name)
+    get_gate(gate_name)  # an unknown gate name fails here, with no scope replayed
     wanted = None if scopes is None else set(scopes)
-    results = {}
-    for scope, chain in record["scopes"].items():
-        if wanted is not None and scope not in wanted:
-            continue
-        start = rubric_from_dict(chain["start"])
-        recorded = [revision_from_record(r, r["round"], record["reviser"], record["mode"],
-                                         record.get("source", ""))
-                    for r in chain["rounds"]]
-
-        def propose(rubric: Rubric, round_number: int, recorded=recorded):
-            proposal = recorded[round_number - 1]
-            if isinstance(proposal, RevisionRejected):
-                return proposal
-            return adapt_revision(proposal, rubric)
-
-        evidence = evidence_source.for_scope(scope) if evidence_source is not None else None
-        results[scope] = run_chain(start, len(recorded), propose,
-                                   gate=None if gate_name == "none" else gate,
-                                   evidence=evidence)
-    return results
+    return {scope: replay_scope(*parsed_scope(record, scope), gate_name, evidence_source,
+                                scope)
+            for scope in record["scopes"] if wanted is None or scope in wanted}
 
 
 def decision_rows(results: Mapping[str, ChainResult], **labels: object) -> list[dict]:
@@ -432,6 +490,7 @@ def decision_rows(results: Mapping[str, ChainResult], **labels: object) -> list[
             if chain_round.rejected:
                 rows.append(dict(labels, scope=scope, round=chain_round.round, op_index=-1,
                                  action="", check_id="", accepted=False, evidence=True,
+                                 reads_verdicts=False,
                                  reason=f"proposal {chain_round.proposal.kind}: "
                                         f"{chain_round.proposal.reason}"))
                 continue
@@ -442,12 +501,14 @@ def decision_rows(results: Mapping[str, ChainResult], **labels: object) -> list[
                                  check_id=getattr(op, "check_id", ""),
                                  text=getattr(op, "new_text", ""),
                                  accepted=decision.accepted, evidence=decision.evidence,
+                                 reads_verdicts=decision.reads_verdicts,
                                  reason=decision.reason))
     return rows
 
 
 def _ungated(chain_round) -> list[Decision]:
-    return [Decision(i, True, "ungated") for i in range(len(chain_round.proposal.ops))]
+    return [Decision(i, True, "ungated", reads_verdicts=False)
+            for i in range(len(chain_round.proposal.ops))]
 
 
 def decisions_without_evidence(results: Mapping[str, ChainResult], up_to_round: int) -> int:

@@ -45,8 +45,14 @@ Gate S (Shapley). With the closed-form Shapley attribution of `rubriclab.carry.a
     the seed's rule speaks of deletions ("only deleting A would lose a catch and only
     deleting D would let a correct output pass", Table 1) and of what a change adds.
 
-Gate S+P. A change is accepted iff both S and P accept it; it is marked without evidence
-    when S had none.
+Gate S+P. A change is accepted iff both S and P accept it. P is asked first: a change P
+    refuses (an edit or delete of a label-derived check) is P's refusal, with evidence (P
+    needs none) and without reading a verdict; S decides the rest, so a change is marked
+    without evidence only when P accepts it and S has none.
+
+Every decision says whether it read the judge's verdicts (`Decision.reads_verdicts`): a
+keep, Gate none, Gate P, a refusal for want of evidence and S+P's P-refusals do not, so they
+cannot differ between judges (the agreement table leaves them out).
 
 Verdicts the judge could not give (unparseable) must be resolved into booleans by the
 caller before they become evidence.
@@ -200,6 +206,7 @@ class SequentialGate:
 
     name: str
     rule: Rule
+    reads_evidence: bool = True  # False: decides the same whatever the evidence (none, P)
 
     def decide(self, rubric: Rubric, revision: Revision,
                evidence: GateEvidence | None) -> list[Decision]:
@@ -207,7 +214,8 @@ class SequentialGate:
         decisions = []
         for index, op in enumerate(revision.ops):
             if isinstance(op, Keep):
-                decisions.append(Decision(index, True, f"keep of {op.check_id}: not a change"))
+                decisions.append(Decision(index, True, f"keep of {op.check_id}: not a change",
+                                          reads_verdicts=False))
                 continue
             decision = self.rule(state, op, index)
             if decision.op_index != index:
@@ -226,13 +234,13 @@ def _where(op: Operation) -> str:
 def _no_evidence(index: int, op: Operation, gate: str, needs: str) -> Decision:
     return Decision(index, False, f"{_where(op)}: Gate {gate} has no calibration evidence "
                                   f"({needs}); refused, the check stays as it was",
-                    evidence=False)
+                    evidence=False, reads_verdicts=False)
 
 
 # --- gate none ------------------------------------------------------------------------------
 
 def accept_all(state: GateState, op: Operation, index: int) -> Decision:
-    return Decision(index, True, "ungated")
+    return Decision(index, True, "ungated", reads_verdicts=False)
 
 
 # --- gate R ---------------------------------------------------------------------------------
@@ -270,9 +278,10 @@ def provenance_rule(state: GateState, op: Operation, index: int) -> Decision:
     if isinstance(op, (Edit, Delete)):
         origin = state.origins.get(op.check_id, "")
         if origin == LABEL_ORIGIN:
-            return Decision(index, False, f"{_where(op)}: label-derived checks are frozen")
-        return Decision(index, True, f"{_where(op)} (origin {origin!r})")
-    return Decision(index, True, f"{_where(op)} is not an edit or delete")
+            return Decision(index, False, f"{_where(op)}: label-derived checks are frozen",
+                            reads_verdicts=False)
+        return Decision(index, True, f"{_where(op)} (origin {origin!r})", reads_verdicts=False)
+    return Decision(index, True, f"{_where(op)} is not an edit or delete", reads_verdicts=False)
 
 
 # --- gate S ---------------------------------------------------------------------------------
@@ -301,19 +310,20 @@ def shapley_rule(state: GateState, op: Operation, index: int) -> Decision:
 # --- gate S+P -------------------------------------------------------------------------------
 
 def shapley_and_provenance_rule(state: GateState, op: Operation, index: int) -> Decision:
-    """Gate S+P: accepted iff S and P both accept."""
-    s = shapley_rule(state, op, index)
+    """Gate S+P: accepted iff P and S both accept; a change P refuses is P's refusal."""
     p = provenance_rule(state, op, index)
-    accepted = s.accepted and p.accepted
-    refusals = [f"{name}: {d.reason}" for name, d in (("S", s), ("P", p)) if not d.accepted]
-    reason = "; ".join(refusals) if refusals else f"S: {s.reason}; P: {p.reason}"
-    return Decision(index, accepted, reason, evidence=s.evidence)
+    if not p.accepted:
+        return Decision(index, False, f"P: {p.reason}", reads_verdicts=False)
+    s = shapley_rule(state, op, index)
+    reason = f"S: {s.reason}" if not s.accepted else f"S: {s.reason}; P: {p.reason}"
+    return Decision(index, s.accepted, reason, evidence=s.evidence,
+                    reads_verdicts=s.reads_verdicts)
 
 
 GATES: dict[str, Gate] = {
-    "none": SequentialGate("none", accept_all),
+    "none": SequentialGate("none", accept_all, reads_evidence=False),
     "R": SequentialGate("R", calibration_rule),
-    "P": SequentialGate("P", provenance_rule),
+    "P": SequentialGate("P", provenance_rule, reads_evidence=False),
     "S": SequentialGate("S", shapley_rule),
     "S+P": SequentialGate("S+P", shapley_and_provenance_rule),
 }

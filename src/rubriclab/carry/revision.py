@@ -462,6 +462,9 @@ class Decision:
     accepted: bool
     reason: str
     evidence: bool = True  # False: the gate had no evidence for this change and refused it
+    # False: decided without reading the judge's verdicts (a keep, the ungated replay, Gate P's
+    # origin rule, a refusal for want of evidence), so no judge could have decided it otherwise
+    reads_verdicts: bool = True
 
 
 class Gate(Protocol):
