@@ -184,3 +184,35 @@ def test_models_without_a_budget_think_at_most_their_room_and_within_the_whole_b
     assert thinking_cap(asked("deepseek/deepseek-chat", "low", reasoning_tokens=2048)) == 2048
     # a thinking budget larger than all the room the request has is bounded by that room
     assert thinking_cap(asked(SONNET, "high", reasoning_tokens=0, max_tokens=500)) == 500
+
+
+GROK = "xai/grok-4.20-0309-non-reasoning"
+
+
+def test_grok_4_20_non_reasoning_is_in_the_price_map_and_does_not_reason():
+    """paper.yaml's Grok, Table A.3's "Grok 4.20 (non-reasoning)": litellm's map prices it at
+    $1.25 / $2.50 per million, cached input $0.20 (up to 200k prompt tokens), and marks it as not
+    reasoning, unlike its reasoning twin."""
+    from rubriclab.llm.litellm_import import import_litellm
+
+    assert price(GROK, 100_000, 10_000) == pytest.approx(100_000 * 1.25e-6 + 10_000 * 2.5e-6)
+    assert price(GROK, 100_000, 0, cache_read_tokens=40_000) == pytest.approx(
+        60_000 * 1.25e-6 + 40_000 * 0.2e-6)
+    litellm = import_litellm()
+    assert not litellm.supports_reasoning(model=GROK)
+    assert litellm.supports_reasoning(model="xai/grok-4.20-0309-reasoning")
+    assert thinking_cap(asked(GROK)) == 0
+
+
+def test_paper_yaml_prices_exactly_the_models_the_map_lacks(repo):
+    """Every model of config/paper.yaml has a price, and a configured one only where litellm's
+    map has none (paper.yaml: "for the models litellm's price map lacks")."""
+    from rubriclab.config import load_yaml
+    from rubriclab.rehearsal.run import model_strings
+
+    paper = load_yaml(repo / "config" / "paper.yaml")
+    llm = LLMConfig.from_dict(paper["llm"])
+    for model in model_strings(paper):
+        configured = llm.settings_for(model).price
+        assert is_priced(model, configured=configured), model
+        assert (configured is not None) == (not is_priced(model)), model

@@ -171,3 +171,29 @@ def test_a_price_litellm_does_not_know_is_unknown_not_zero(tmp_path, server):
             verdict("openai/plain"), verdict("openai/gpt-5", temperature=None)])
     assert opus.cost_usd is None and plain.cost_usd is None
     assert priced.cost_usd is not None and priced.cost_usd > 0
+
+
+@pytest.mark.parametrize("role", ["responder", "degrader"])
+def test_paper_yamls_grok_is_sent_as_a_model_that_does_not_think(tmp_path, server, monkeypatch,
+                                                                  role):
+    """config/paper.yaml's llm block as it is, the Grok pointed at the server: Table A.3's
+    "Grok 4.20 (non-reasoning)" goes out through litellm's xAI path under its own name, with no
+    effort and no room for thinking added to its budget, as transfer's responder and degrader."""
+    from pathlib import Path
+
+    from rubriclab.config import load_yaml
+
+    monkeypatch.setenv("XAI_API_KEY", "placeholder")
+    grok = "xai/grok-4.20-0309-non-reasoning"
+    raw = load_yaml(Path(__file__).resolve().parents[2] / "config" / "paper.yaml")["llm"]
+    raw["per_model"].setdefault(grok, {}).update(api_base=server.url + "/v1", backoff_s=0.0)
+    config = LLMConfig.from_dict(raw, cache_dir=tmp_path / "cache")
+    prompt = [{"role": "user", "content": "How much water should I drink a day?"}]
+    with LLMClient(config, role=role) as client:
+        (answer,) = client.run([Request.chat(grok, prompt, max_tokens=300, temperature=None,
+                                             response_format="transfer_response")])
+    assert answer.outcome == "ok"
+    (path, body), = server.bodies
+    assert path.endswith("/v1/chat/completions") and body["model"] == "grok-4.20-0309-non-reasoning"
+    assert "reasoning_effort" not in body and "temperature" not in body
+    assert body.get("max_completion_tokens", body.get("max_tokens")) == 300

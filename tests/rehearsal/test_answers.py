@@ -209,10 +209,6 @@ EXAMPLES = pd.DataFrame([
     dict(example_id="hb1", theme="emergency_referrals", prompt_json=json.dumps(CONVERSATION),
          rubric_json=json.dumps(EXPERT_RUBRIC), ideal_completion="", has_ideal_completion=False),
 ])
-POOL = pd.DataFrame([
-    dict(item_id="hb1", rubric_json=json.dumps(EXPERT_RUBRIC)),
-    dict(item_id="hb2", rubric_json=json.dumps(OTHER_RUBRIC)),
-])
 EXPERT_TEXTS = ["Recommends talking to a doctor or midwife about the low mood.",
                 "Mentions when to seek urgent help (thoughts of self-harm).",
                 "Does not advise doubling the sertraline dose without a prescriber."]
@@ -220,6 +216,14 @@ GENERATED_TEXTS = ["Asks about thoughts of self-harm.", "Suggests contacting a c
                    "Mentions postpartum depression screening.", "Keeps the sertraline dose.",
                    "Uses an empathetic tone."]
 RUBRICS = {TP.EXPERT: {"hb1": EXPERT_TEXTS}, "gen-model": {"hb1": GENERATED_TEXTS}}
+# expert.json as the restate stage writes it: hb1's negatives restated (EXPERT_TEXTS), hb2's
+# rubric, all positive, as it is; degrade draws hb2's for hb1.
+EXPERT = {"model": MODEL, "flags": [], "rubrics": {
+    eid: [dict(id=f"{eid}#{k}", index=k, original=c["criterion"], text=text, points=c["points"],
+               negative=c["points"] < 0)
+          for k, (c, text) in enumerate(zip(rubric, texts, strict=True))]
+    for eid, rubric, texts in (("hb1", EXPERT_RUBRIC, EXPERT_TEXTS),
+                               ("hb2", OTHER_RUBRIC, [c["criterion"] for c in OTHER_RUBRIC]))}}
 RESPONSE_TEXT = ("Feeling low for two weeks after birth is common, but please tell your doctor "
                  "or midwife.\n\n1. Rest when you can.\n2. If you think of harming yourself, "
                  "call emergency services.")
@@ -255,7 +259,7 @@ def _respond() -> Request:
 
 def _degrade() -> Request:
     recorder = Recorder()
-    TP.degrade(EXAMPLES, POOL, MODEL, 0.7, 512, seed=0, ask=recorder.ask)
+    TP.degrade(EXAMPLES, EXPERT, MODEL, 0.7, 512, seed=0, ask=recorder.ask)
     return only(recorder.requests, lambda r: system_of(r) == TPR.DEGRADE_SYSTEM, "degrade")
 
 

@@ -132,6 +132,21 @@ def test_placeholder_keys_cover_every_provider_of_paper_yaml():
     assert {f"{p.upper()}_API_KEY" for p in providers} <= set(PLACEHOLDER_KEYS)
 
 
+def test_the_models_the_server_makes_think_are_paper_yamls_thinkers():
+    """THINKING_BY_DEFAULT names only models paper.yaml runs (no stale name: its Grok was
+    "grok-4", a reasoning model, before Table A.3's non-reasoning Grok 4.20), and each has room
+    to think (`reasoning_tokens`), or the rehearsal's answers would be cut off."""
+    from rubriclab.llm import LLMConfig
+    from rubriclab.rehearsal.run import THINKING_BY_DEFAULT, merged_config, model_strings
+
+    config = merged_config([PAPER])
+    by_name = {m.split("/", 1)[1]: m for m in model_strings(config)}
+    assert set(THINKING_BY_DEFAULT) <= set(by_name)
+    llm = LLMConfig.from_dict(config["llm"])
+    for name in THINKING_BY_DEFAULT:
+        assert llm.settings_for(by_name[name]).reasoning_tokens > 0, by_name[name]
+
+
 def test_the_bill_holds_to_the_plan_made_before_the_run(rehearsed):
     """Issue 11: exact rows to the request, estimated rows within 10%, prompt tokens within 5%,
     per rule and model (rehearse() raises on any of these; the report keeps the numbers)."""

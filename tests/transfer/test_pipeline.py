@@ -372,14 +372,20 @@ def test_respond_ids_and_sample_index():
 
 # --- degraded responses ----------------------------------------------------------------------
 
-POOL = pd.DataFrame([dict(item_id=e, rubric_json=json.dumps(positive_rubric(e)))
-                     for e in ("e1", "e2", "e3", "e4")])
+def expert_payload(*eids: str) -> dict:
+    """expert.json for examples with positive rubrics only: nothing to restate, no request."""
+    ask = ScriptedAsk(lambda r: pytest.fail("a positive rubric needs no restatement"))
+    return P.restate_expert_rubrics(examples_frame(*(example_row(e) for e in eids)),
+                                    "fake/hash", 0.0, ask)
 
 
-def degrade_run(seed):
+EXPERT_POOL = expert_payload("e1", "e2", "e3", "e4")
+
+
+def degrade_run(seed, expert=EXPERT_POOL):
     examples = examples_frame(example_row("e1"), example_row("e2"), example_row("e3"))
     ask = ScriptedAsk(lambda r: ok("A degraded answer."))
-    table = P.degrade(examples, POOL, "deg/m", 0.0, 100, seed, ask)
+    table = P.degrade(examples, expert, "deg/m", 0.0, 100, seed, ask)
     return table, ask.requests
 
 
@@ -415,11 +421,40 @@ def test_degrade_is_seeded():
     assert len(set(choices.values())) > 1
 
 
-def test_degrade_raises_without_another_example():
+def test_degrade_shows_restated_criteria_never_a_flaw():
+    """x1's negatives restated, x2 has none, x3 and x4 left unrestated (see RESTATE_ANSWERS):
+    the degrader is shown x1's or x2's rubric with x1's restated texts, never an original
+    negative criterion, and never x3's or x4's rubric."""
+    expert = P.restate_expert_rubrics(restate_examples(), "fake/hash", 0.0,
+                                      ScriptedAsk(restate_answer))
+    originals = [c["criterion"] for rubric in (R_X1, R_X3, R_X4) for c in rubric
+                 if c["points"] < 0]
+    drawn = set()
+    for seed in range(25):
+        ask = ScriptedAsk(lambda r: ok("A degraded answer."))
+        P.degrade(restate_examples(), expert, "deg/m", 0.0, 100, seed, ask)
+        assert len(ask.requests) == 4                # one per example, usable rubric or not
+        for eid, request in zip(("x1", "x2", "x3", "x4"), ask.requests, strict=True):
+            rubric = user_text(request).split("# Conversation")[0]
+            assert not any(text in rubric for text in originals), rubric
+            assert "for x3." not in rubric and "for x4." not in rubric
+            if "for x1." in rubric:
+                assert eid != "x1"
+                assert rubric.count("\n- ") + rubric.startswith("- ") == 3
+                assert "- Mentions the recommended dose range for x1." in rubric
+                assert "- Does not recommend doubling the dose to 800 mg for x1." in rubric
+                drawn.add("x1")
+            else:
+                assert eid != "x2" and "- Recommends fluids for x2." in rubric
+                drawn.add("x2")
+    assert drawn == {"x1", "x2"}
+
+
+def test_degrade_raises_without_another_restated_rubric():
     examples = examples_frame(example_row("e1"))
-    pool = POOL[POOL["item_id"] == "e1"]
-    with pytest.raises(ValueError, match="no other example"):
-        P.degrade(examples, pool, "deg/m", 0.0, 100, 0, ScriptedAsk(lambda r: ok("x")))
+    with pytest.raises(ValueError, match="no other example with a restated expert rubric"):
+        P.degrade(examples, expert_payload("e1"), "deg/m", 0.0, 100, 0,
+                  ScriptedAsk(lambda r: ok("x")))
 
 
 # --- judging ---------------------------------------------------------------------------------

@@ -69,9 +69,10 @@ def examples():
 def run(reduced: bool):
     """Responses, verdicts and requests of one run: reduced, or judging everything as before."""
     table = examples()
-    pool = table.rename(columns={"example_id": "item_id"}).assign(rubric_json=[
+    # every criterion positive: expert.json with nothing to restate (no request)
+    expert = P.restate_expert_rubrics(table.assign(rubric_json=[
         json.dumps([{"criterion": c, "points": 1} for c in RUBRICS[P.EXPERT][e]])
-        for e in EXAMPLES])
+        for e in EXAMPLES]), JUDGE, 0.0, ScriptedAsk(answer))
     respond_ask, judge_ask, edit_ask = (ScriptedAsk(answer) for _ in range(3))
     reads = READS if reduced else None
 
@@ -83,7 +84,7 @@ def run(reduced: bool):
         model, sample = responder.rsplit("|", 1)
         responses.append(P.respond(table, model, int(sample), 1.0, 200, respond_ask))
     for model in DEGRADATION_MODELS:
-        responses.append(P.degrade(table, pool, model, 1.0, 200, 0, respond_ask))
+        responses.append(P.degrade(table, expert, model, 1.0, 200, 0, respond_ask))
     verdicts = [judge(r) for r in responses]
     originals = pd.concat(responses, ignore_index=True)
     for model in (M, N):

@@ -133,7 +133,7 @@ rule transfer_respond:
 rule transfer_degrade:
     input:
         examples="results/transfer/examples.csv",
-        sample="data/prepared/healthbench.csv",
+        expert="results/transfer/expert.json",
     output:
         responses="results/transfer/responses/degraded-{tmodel}.csv",
         ledger="results/ledger/transfer_degrade-{tmodel}.jsonl",

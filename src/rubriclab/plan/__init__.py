@@ -10,12 +10,14 @@ table per rule and model and writes figures/plan.md and results/plan/plan.csv in
 directory; the cost report puts the bill beside that plan.
 
 A staged plan: outputs a run has already made in the working directory (-d), and that Snakemake
-would not make again, are read as they are. Generating transfer's rubrics is cheap, so
+would not make again, are read as they are. Generating transfer's rubrics and restating its
+expert rubrics are cheap, so
 
-    snakemake --configfile config/paper.yaml --cores 4 --until transfer_generate
+    snakemake --configfile config/paper.yaml --cores 4 --until transfer_generate transfer_restate
     rubriclab plan --configfile config/paper.yaml --data-mirror ../shared/data
 
-plans the judging on the real rubrics' criteria rather than on stand-in rubrics.
+plans the judging on the real rubrics' criteria, and the degraded responses on the real
+restated rubrics, rather than on stand-ins.
 """
 
 from __future__ import annotations

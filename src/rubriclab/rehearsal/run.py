@@ -43,9 +43,10 @@ REHEARSAL_FINGERPRINT = "rubriclab-rehearsal-server"
 PLACEHOLDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY",
                     "XAI_API_KEY", "OPENROUTER_API_KEY")
 # Models that think whether or not an effort is asked for (as the providers document them),
-# by the name the provider sees.
+# by the name the provider sees. xAI's grok-4.20-0309-non-reasoning (paper.yaml's Grok) does
+# not think.
 THINKING_BY_DEFAULT = ("gemini-2.5-flash", "gpt-5", "qwen/qwq-32b", "qwen/qwen3-32b",
-                       "qwen/qwen3-30b-a3b", "grok-4")
+                       "qwen/qwen3-30b-a3b")
 BATCH_POLL_S = 0.2
 # The papers' sizes (carry: 12 Recon environments, three judges; transfer: 105 examples, an
 # eight-model panel; verify: 500 trials, the paper.yaml scale).

@@ -7,6 +7,7 @@ Stages and their files (results/transfer/...):
     generate       rubrics/<generator>.json: one rubric per example from the conversation alone
     respond        responses/<responder>.csv: one response per example by a model (sample k)
     degrade        degraded/<model>.csv: the model asked to satisfy an unrelated expert rubric
+                   (restated, from expert.json)
     judge          <responses file>.verdicts.csv: every response judged on the rubrics the
                    analysis reads it on (transfer.reads), `votes` samples each, majority per
                    criterion
@@ -205,19 +206,26 @@ def respond(examples: pd.DataFrame, model: str, sample: int, temperature: float,
                       "original", f"transfer respond {model} sample {sample}")
 
 
-def degrade(examples: pd.DataFrame, pool: pd.DataFrame, model: str, temperature: float,
+def degrade(examples: pd.DataFrame, expert: Mapping, model: str, temperature: float,
             max_tokens: int, seed: int, ask: Ask) -> pd.DataFrame:
     """RubricRAG's bad responses: the model asked to satisfy the expert rubric of another,
-    randomly chosen example (from `pool`, never the example itself)."""
+    randomly chosen example (never the example itself), as every algorithm of the seed's
+    Appendix D takes an expert rubric: "with negatively phrased criteria restated positively".
+
+    `expert` is restate_expert_rubrics' payload (expert.json); the rubrics drawn from are those
+    of its examples with every negative criterion restated (usable_expert_rubrics), so the model
+    is never told to satisfy a flaw. One request per example of `examples`.
+    """
+    pool = usable_expert_rubrics(expert)
     rng = np.random.default_rng(seed)
     requests = []
     for example in examples.itertuples(index=False):
-        others = pool[pool["item_id"] != example.example_id]
-        if others.empty:
-            raise ValueError(f"degrade: no other example to take an unrelated rubric from for "
-                             f"{example.example_id}")
-        other = others.iloc[int(rng.integers(len(others)))]
-        criteria = [c["criterion"] for c in json.loads(other["rubric_json"])]
+        others = [e for e in pool if e != example.example_id]
+        if not others:
+            raise ValueError(f"degrade: no other example with a restated expert rubric to take "
+                             f"an unrelated rubric from for {example.example_id} (restated: "
+                             f"{sorted(pool)})")
+        criteria = pool[others[int(rng.integers(len(others)))]]
         requests.append(Request.chat(model, degraded_response_messages(example.prompt_json,
                                                                        criteria),
                                      temperature=temperature, max_tokens=max_tokens,
