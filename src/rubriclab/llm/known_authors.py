@@ -11,8 +11,9 @@ fake/known-reviser?salt=<name> answers carry's revision prompts (rubriclab.carry
 carry Figure 4 describes self-review, one step per round, reading the rubric it is shown (ids,
 texts and their meanings in the world) and the mode its prompt states:
 
-    hand start (Recon)      free: makes one hand check stricter (an edit appending a
-                            requirement no report meets) and adds one such requirement;
+    hand start (Recon)      free: one change a round, in turn: makes a hand check stricter
+                            (an edit appending a requirement no report meets) or adds such a
+                            requirement (carry Table 4: two of each after four rounds);
                             correct reports stop passing.
                             fixed count: deletes one check and adds one such requirement.
     label-taught start      free and fixed count: narrows the open coverage check (an edit) so
@@ -147,11 +148,14 @@ def _plan(dataset: str, mode: str, checks: list[tuple[str, str]],
             return actions, add if actions else []
         plain = [i for i in ids if _HAND_ID.search(i)
                  and not any(texts[i].endswith(" " + c) for c in STRICT_CLAUSES)]
-        actions = {}
-        if plain:
+        edited = sum(_HAND_ID.search(i) is not None for i in ids) - len(plain)
+        added = sum(t in RECON_STANDARD for t in texts.values())
+        # One change a round, edits and adds in turn: carry Table 4's rubric after Opus
+        # review holds two hand checks made stricter (3, 6) and two added ones (7, 8).
+        if plain and (edited <= added or not add):
             chosen = rng.choice(plain)
-            actions[chosen] = ("edit", f"{texts[chosen]} {rng.choice(list(STRICT_CLAUSES))}")
-        return actions, add
+            return {chosen: ("edit", f"{texts[chosen]} {rng.choice(list(STRICT_CLAUSES))}")}, []
+        return {}, add
     coverage = [i for i in ids if texts[i] == RECON_COVERAGE]
     if coverage:
         return {coverage[0]: ("edit", RECON_NARROWED)}, []
