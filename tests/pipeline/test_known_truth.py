@@ -118,10 +118,14 @@ def test_the_gates_decide_hand_chains_with_evidence(run):
 
 
 def test_table2_leave_one_out_rows_stay_near_the_start_under_every_judge(run):
+    """Table 2's chains (free revision from both starts, every seed): the Gate S+P
+    leave-one-out rubric within NEAR points of the start, or one report where one report is
+    more (6 unplanned misses here)."""
     table = rates(run)
     table = table[(table["item_set"] == "recon108") & (table["environments"] == "all")]
     start = table[(table["round"] == 0) & (table["gate"] == "none")
                   & (table["variant"] == "standard")]
+    table = table[table["mode"] == "free"]
     loo = final_states(table[(table["variant"] == "loo") & (table["gate"] == "S+P")])
     assert set(loo["judge"]) == set(JUDGES)
     assert set(loo["source"]) == {"hand", "label"}
@@ -129,7 +133,8 @@ def test_table2_leave_one_out_rows_stay_near_the_start_under_every_judge(run):
     ungated = final_states(table[(table["variant"] == "standard") & (table["gate"] == "none")])
     for row in loo.itertuples(index=False):
         before = starts[(row.judge, row.source, row.metric)]
-        assert abs(row.value - before) <= NEAR, (row.judge, row.source, row.seed, row.metric,
+        near = max(NEAR, 100 / row.n + 1e-9)
+        assert abs(row.value - before) <= near, (row.judge, row.source, row.seed, row.metric,
                                                  row.value, before)
     # while the ungated chains collapse, as the table's other rows show
     for source, metric in (("hand", "correct_passed"), ("label", "unplanned_caught")):

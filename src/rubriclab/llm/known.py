@@ -88,8 +88,8 @@ class OutsideTheWorld(ValueError):
 class Meaning:
     """What a check asks, in the world's terms (see the module docstring).
 
-    flaws: the output fails the check if its fault is one of these; findings: and, when not
-    empty, the fault touches one of these finding ids. marker: a regular expression the output
+    flaws: the output fails the check if its fault is one of these; findings: when not empty,
+    a finding flaw (a miss, a wrong resource) counts only if it touches one of these ids. marker: a regular expression the output
     text must match to meet the check. share: the share of outputs that do not meet it.
     """
 
@@ -100,7 +100,8 @@ class Meaning:
 
     def catches(self, flaw: str, finding: str | None) -> bool:
         """Whether an output with this fault fails the check by its flaws alone."""
-        return flaw in self.flaws and (not self.findings or finding in self.findings)
+        return flaw in self.flaws and (flaw not in FINDING_FLAWS or not self.findings
+                                       or finding in self.findings)
 
     def with_marker(self, marker: str) -> Meaning:
         return Meaning(self.flaws, self.findings, marker, self.share)
@@ -111,13 +112,10 @@ def targets_meaning(targets: list[str]) -> Meaning:
     finding ids that limit its finding flaws to those findings; "format" catches nothing."""
     flaws = frozenset(t for t in targets if t in RECON_FLAWS)
     findings = frozenset(t for t in targets if t not in RECON_FLAWS and t != "format")
-    if findings and not flaws <= set(FINDING_FLAWS) | {FABRICATED}:
-        raise OutsideTheWorld(f"hand check targets {targets}: finding ids with flaw types that "
-                              "touch no finding")
     return Meaning(flaws=flaws, findings=findings)
 
 
-def _never(word: str) -> str:
+def _word(word: str) -> str:
     return rf"(?i)\b{word}\b"
 
 
@@ -125,22 +123,22 @@ def _never(word: str) -> str:
 # states any of these (tests/llm/test_known.py checks every prepared report), so every report,
 # correct or flawed, fails them: carry Table 4's {3, 6, 7} after Opus review.
 RECON_STANDARD = {
-    "Does every finding give a CVSS v3.1 base score and vector string?": _never("CVSS"),
+    "Does every finding give a CVSS v3.1 base score and vector string?": _word("CVSS"),
     "Does every finding cite the CIS AWS Foundations Benchmark control it breaks?":
-        _never("CIS"),
+        _word("CIS"),
     "Does the report give a remediation deadline in days for every finding?":
-        _never("deadline"),
+        _word("deadline"),
     "Does the report describe an attack path that chains the findings together?":
-        _never("attack path"),
+        _word("attack path"),
     "Does every finding name the accountable team and a change ticket for its fix?":
-        _never("change ticket"),
+        _word("change ticket"),
 }
 # Clauses the reviser appends to a hand check when it makes it stricter (an edit).
 STRICT_CLAUSES = {
-    "It must also give the CVSS v3.1 base score of the issue.": _never("CVSS"),
+    "It must also give the CVSS v3.1 base score of the issue.": _word("CVSS"),
     "It must also cite the CIS AWS Foundations Benchmark control the issue breaks.":
-        _never("CIS"),
-    "It must also give a remediation deadline in days.": _never("deadline"),
+        _word("CIS"),
+    "It must also give a remediation deadline in days.": _word("deadline"),
 }
 
 # The label-taught Recon rubric: a check per kind of flaw the calibration labels show, and the
@@ -192,7 +190,6 @@ def _labelled_vocabulary(noun: str, source: str) -> dict[str, dict[str, Meaning]
             f"The {noun} avoids hedging and speculative wording.": Meaning(share=0.15),
             f"The {noun} uses the {source}'s own terms for every key entity.": Meaning(share=0.15),
         },
-        "harmless": {f"The {noun} is written in English.": Meaning()},
     }
 
 
@@ -255,8 +252,7 @@ class KnownWorld:
     """The ground truth: items by (input, output) text, and check meanings by text."""
 
     items: dict[str, ItemTruth] = field(default_factory=dict)
-    hand: dict[str, Meaning] = field(default_factory=dict)          # text -> meaning
-    hand_scope: dict[str, str] = field(default_factory=dict)        # text -> environment
+    hand: dict[str, Meaning] = field(default_factory=dict)  # text -> meaning
     generic: dict[str, dict[str, Meaning]] = field(default_factory=dict)  # dataset -> text
     source: str = ""
 
@@ -278,7 +274,6 @@ class KnownWorld:
         if rubrics.exists():
             for row in pd.read_csv(rubrics, keep_default_na=False).itertuples(index=False):
                 world.hand[row.text] = targets_meaning(json.loads(row.targets))
-                world.hand_scope[row.text] = row.environment
         for dataset in LABELLED:
             path = data_dir / f"{dataset}.csv"
             if path.exists():
@@ -315,7 +310,7 @@ class KnownWorld:
 
     def meaning(self, text: str, dataset: str) -> Meaning:
         base = self.vocabulary(dataset)
-        found = base.get(text) or edited_meaning(text, base)
+        found = base[text] if text in base else edited_meaning(text, base)
         if found is None:
             raise OutsideTheWorld(f"the known-truth world has no meaning for the {dataset} "
                                   f"requirement {text[:120]!r}")
