@@ -2,11 +2,12 @@
 models that answer from the project's own ground truth (rubriclab.llm.known), carry's and
 verify's outputs show what the papers claim where the claims follow from the setup.
 
-The Figure 6 assertions on the hand-rubric panel need the gates to have evidence on the
-environments a hand chain is scored on (issue 23, reading R2: leave-one-report-out over each
-scope's Recon-72 reports, branch i23-gates); under the evidence of before (the calibration
-environments' reports only), every gate but P refuses every change of a hand chain for want of
-evidence and `test_the_gates_decide_hand_chains_with_evidence` fails.
+Two tests need the gates to have evidence on the environments a hand chain is scored on
+(issue 23, reading R2: leave-one-report-out over each scope's Recon-72 reports, branch
+i23-gates): under the evidence of before (the calibration environments' reports only), every
+gate but P refuses every change of a hand chain for want of evidence, so Gate R equals the start
+in the hand panel and `test_figure6_gate_r_lets_through_strictness_its_few_labels_cannot_see`
+and `test_the_gates_decide_hand_chains_with_evidence` fail.
 """
 
 import subprocess
@@ -105,6 +106,16 @@ def test_figure6_only_gate_s_and_p_holds_both_panels_near_the_start(run):
     for source, gate in (("hand", "S"), ("label", "P")):
         value, start = shown[(source, gate, drift[source])]
         assert abs(value - start) <= NEAR, (source, gate, value, start)
+
+
+def test_figure6_gate_r_lets_through_strictness_its_few_labels_cannot_see(run):
+    """Needs branch i23-gates (R2). Gate R weighs catches against false fails on a hand
+    chain's few labelled reports (one or two correct ones): where the judge already fails
+    those, a requirement no report meets costs nothing there and catches the unplanned miss,
+    so R accepts it ("Gate R only what its calibration labels see"); S+P refuses it."""
+    shown = figure6(run)
+    r_value, start = shown[("hand", "R", "correct_passed")]
+    assert r_value < shown[("hand", "S+P", "correct_passed")][0] and r_value < start
 
 
 def test_the_gates_decide_hand_chains_with_evidence(run):
