@@ -10,6 +10,7 @@ in the hand panel and `test_figure6_gate_r_lets_through_strictness_its_few_label
 and `test_the_gates_decide_hand_chains_with_evidence` fail.
 """
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,8 @@ def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("known_truth")
     overlay = yaml.safe_load((REPO / "config" / "known_truth.yaml").read_text())
     small = {
-        "data_mirror": str((REPO / ".." / "shared" / "data").resolve()),
+        "data_mirror": os.environ.get("RUBRICLAB_DATA_MIRROR")
+                       or str((REPO / ".." / "shared" / "data").resolve()),
         "cache_dir": str(workdir / "cache"),
         "models": {**overlay["models"], "judge": MAIN_JUDGE,
                    "revisers": [overlay["models"]["reviser"]]},
