@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 WHEELHOUSE ?= $(HOME)/.cache/rubriclab/wheels/llama-cpp-python-$(LLAMA_CPP_VERSION)-avx2
 STAMP := $(VENV)/.installed
 
-.PHONY: reproduce test report dry-run-paper plan plan-paper rehearse install clean-outputs
+.PHONY: reproduce test report dry-run-paper plan plan-paper rehearse known-truth install clean-outputs
 
 # RUN=<name>: a named run, written under runs/<name>/ (see README, "Run an ablation");
 # BASE=<name>: the run it is an ablation of, whose up-to-date jobs it copies instead of rerunning.
@@ -50,6 +50,14 @@ REHEARSAL_DIR ?= rehearsal
 rehearse: $(STAMP)
 	$(VENV)/bin/python -m rubriclab.rehearsal --configfile config/paper.yaml \
 		--workdir $(REHEARSAL_DIR) --cores $(CORES) --data-mirror $(REHEARSAL_DATA) --expect paper
+
+# The known-truth world, offline: scripted models that answer from the ground truth the run
+# prepares, with set judge error rates (config/known_truth.yaml, rubriclab.llm.known), so the
+# outputs can be checked against what the papers claim; written under runs/known-truth/.
+KNOWN_TRUTH_DATA ?= $(or $(RUBRICLAB_DATA_MIRROR),$(wildcard ../shared/data))
+known-truth: $(STAMP)
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/config.yaml config/known_truth.yaml \
+		--config run=known-truth $(if $(KNOWN_TRUTH_DATA),data_mirror=$(abspath $(KNOWN_TRUTH_DATA)))
 
 install: $(STAMP)
 

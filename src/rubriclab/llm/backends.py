@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .fake import fake_answer, parse_fake_model
+from .fake import fake_answer, fake_fingerprint
 from .formats import get_format
 from .litellm_import import import_litellm
 from .pricing import price
@@ -179,8 +179,7 @@ class Backends:
             settings = self.config.settings_for(model)
             declared = settings.fingerprint
             if model.startswith("fake/"):
-                parse_fake_model(model)
-                value = "fake-v1"
+                value = fake_fingerprint(model)
             elif model.startswith("local/"):
                 from .embedded import resolve_local_model
 

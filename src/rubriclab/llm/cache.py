@@ -410,7 +410,7 @@ def _resolve_stored(answer: CachedAnswer, known: set[str]) -> tuple[Request, str
     if answer.model_fingerprint is not None:
         candidates = [answer.model_fingerprint]
     else:
-        fixed = ["fake-v1"] if answer.model.startswith("fake/") else []
+        fixed = [_fake_fingerprint(answer.model)] if answer.model.startswith("fake/") else []
         if not answer.model.startswith(("fake/", "local/")):
             fixed.append("")  # a remote model at its provider's own endpoint
         candidates = sorted(known) + fixed
@@ -419,6 +419,15 @@ def _resolve_stored(answer: CachedAnswer, known: set[str]) -> tuple[Request, str
                           *legacy_cache_keys(request, fingerprint)]:
             return request, fingerprint
     return None
+
+
+def _fake_fingerprint(model: str) -> str:
+    from .fake import fake_fingerprint
+
+    try:
+        return fake_fingerprint(model)
+    except ValueError:  # a fake model this version does not know
+        return "fake-v1"
 
 
 def _lines(src: IO[str], path: Path) -> Iterator[tuple[int, str]]:

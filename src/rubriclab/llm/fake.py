@@ -7,6 +7,9 @@
                            index), so different prompts and samples differ
     fake/unparseable       always "Maybe, it depends." (never parses as yes/no)
     fake/empty             always "" (an empty answer is a failure)
+    fake/known-judge?tpr=&tnr=, fake/known-writer, fake/known-reviser
+                           the known-truth world's scripted models, which answer from the
+                           ground truth the run prepared (rubriclab.llm.known)
 
 An optional `?delay_s=0.05` suffix makes each call sleep first (to interrupt runs in tests);
 `?salt=<text>` mixes the text into the digest, so fake/hash?salt=b answers unlike fake/hash
@@ -23,9 +26,10 @@ import re
 import time
 from urllib.parse import parse_qs
 
+from . import known
 from .request import Request
 
-BEHAVIOURS = ("yes", "no", "hash", "unparseable", "empty")
+BEHAVIOURS = ("yes", "no", "hash", "unparseable", "empty", *known.BEHAVIOURS)
 
 
 def parse_fake_model(model: str) -> tuple[str, float]:
@@ -35,11 +39,20 @@ def parse_fake_model(model: str) -> tuple[str, float]:
     if name not in BEHAVIOURS:
         raise ValueError(f"unknown fake model {model!r}; known: fake/{', fake/'.join(BEHAVIOURS)}")
     options = parse_qs(query)
-    unknown = set(options) - {"delay_s", "salt"}
-    if unknown:
-        raise ValueError(f"fake model {model!r}: unknown option(s) {sorted(unknown)}")
+    if name in known.BEHAVIOURS:
+        known.check_options(name, model, set(options))
+    else:
+        unknown = set(options) - {"delay_s", "salt"}
+        if unknown:
+            raise ValueError(f"fake model {model!r}: unknown option(s) {sorted(unknown)}")
     delay = float(options.get("delay_s", ["0"])[0])
     return name, delay
+
+
+def fake_fingerprint(model: str) -> str:
+    """The model identity part of a fake model's cache keys."""
+    name = parse_fake_model(model)[0]
+    return known.KNOWN_FINGERPRINT if name in known.BEHAVIOURS else "fake-v1"
 
 
 def call_digest(messages: list[dict[str, str]], sample_index: int) -> str:
@@ -67,6 +80,9 @@ def fake_answer(request: Request, messages: list[dict[str, str]]) -> str:
         return "Maybe, it depends."
     if behaviour == "empty":
         return ""
+    if behaviour in known.BEHAVIOURS:
+        return known.known_answer(behaviour, request.model, request.sample_index,
+                                  request.response_format, messages)
     if request.response_format == "yes_no":
         return "Yes" if int(digest[:8], 16) % 2 == 0 else "No"
     structured = structured_answer(request.response_format, messages, digest)
