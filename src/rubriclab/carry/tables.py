@@ -317,6 +317,23 @@ def _after(table: pd.DataFrame) -> str:
     return f"after round {finals[0]}" if len(finals) == 1 else "after each chain's final round"
 
 
+def _table3_dataset_lines(dataset: str, rows: pd.DataFrame, interval_rows: pd.DataFrame,
+                          interval_heading: str) -> list[str]:
+    """One dataset's part of a Table 3 file: its title, the rates of `rows`, the intervals of
+    `interval_rows` and their flags' footnotes."""
+    correct, flawed = KIND_WORDS.get(dataset, ("correct", "flawed"))
+    lines = [f"{DATASET_TITLES.get(dataset, dataset)} ({rows['n_correct'].iloc[0]} {correct}, "
+             f"{rows['n_flawed'].iloc[0]} {flawed} evaluation items)", ""]
+    body = [[record["chain"], *(record[c] for c in TABLE3_COLUMNS)]
+            for record in rows.to_dict("records")]
+    lines += markdown_table(["Chain", *TABLE3_COLUMNS], body) + [""]
+    intervals = [[record["chain"], *(record[c + CI] for c in TABLE3_COLUMNS)]
+                 for record in interval_rows.to_dict("records")]
+    lines += [f"{interval_heading} {RATE_TITLE} intervals over items, same layout:", ""]
+    lines += markdown_table(["Chain", *TABLE3_COLUMNS], intervals) + [""]
+    return lines + rate_footnotes(sum(intervals, []))
+
+
 def _table3_main_markdown(table: pd.DataFrame, datasets: Sequence[str], judge_main: str,
                           reviser: str, seed: int) -> str:
     after = _after(table)
@@ -325,17 +342,7 @@ def _table3_main_markdown(table: pd.DataFrame, datasets: Sequence[str], judge_ma
              f"{judge_label(judge_main)} judge)", ""]
     for dataset in datasets:
         part = table[table["dataset"] == dataset]
-        correct, flawed = KIND_WORDS.get(dataset, ("correct", "flawed"))
-        lines += [f"{DATASET_TITLES.get(dataset, dataset)} ({part['n_correct'].iloc[0]} {correct}, "
-                  f"{part['n_flawed'].iloc[0]} {flawed} evaluation items)", ""]
-        body = [[record["chain"], *(record[c] for c in TABLE3_COLUMNS)]
-                for record in part.to_dict("records")]
-        lines += markdown_table(["Chain", *TABLE3_COLUMNS], body) + [""]
-        intervals = [[record["chain"], *(record[c + CI] for c in TABLE3_COLUMNS)]
-                     for record in part.to_dict("records")]
-        lines += [f"95% {RATE_TITLE} intervals over items, same layout:", ""]
-        lines += markdown_table(["Chain", *TABLE3_COLUMNS], intervals) + [""]
-        lines += rate_footnotes(sum(intervals, []))
+        lines += _table3_dataset_lines(dataset, part, part, "95%")
     lines += [f"Table 3: Gates on the human-labeled datasets {after} of {review}, decided with "
               f"calibration labels and scored on the evaluation split; one chain per row. Each "
               f"cell: correct outputs passed / flawed outputs caught (%). Other seeds, their "
@@ -349,17 +356,8 @@ def _table3_markdown(table: pd.DataFrame, datasets: Sequence[str], judge_main: s
              f"({after}, {judge_label(judge_main)} judge)", ""]
     for dataset in datasets:
         part = table[table["dataset"] == dataset]
-        correct, flawed = KIND_WORDS.get(dataset, ("correct", "flawed"))
-        lines += [f"{DATASET_TITLES.get(dataset, dataset)} ({part['n_correct'].iloc[0]} {correct}, "
-                  f"{part['n_flawed'].iloc[0]} {flawed} evaluation items)", ""]
-        body = [[record["chain"], *(record[c] for c in TABLE3_COLUMNS)]
-                for record in part[part["kind"] == "chain"].to_dict("records")]
-        lines += markdown_table(["Chain", *TABLE3_COLUMNS], body) + [""]
-        intervals = [[record["chain"], *(record[c + CI] for c in TABLE3_COLUMNS)]
-                     for record in part[part["kind"] == "seed"].to_dict("records")]
-        lines += [f"Each seed, 95% {RATE_TITLE} intervals over items, same layout:", ""]
-        lines += markdown_table(["Chain", *TABLE3_COLUMNS], intervals) + [""]
-        lines += rate_footnotes(sum(intervals, []))
+        lines += _table3_dataset_lines(dataset, part[part["kind"] == "chain"],
+                                       part[part["kind"] == "seed"], "Each seed, 95%")
     lines += [f"Table 3 (supplement): Gates on the human-labeled datasets {after}, every "
               f"reviser's chains, decided with calibration labels and scored on the evaluation "
               f"split. Each cell: correct outputs passed / flawed outputs caught (%); a chain of "
