@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: reproduce test report dry-run-paper plan plan-paper rehearse known-truth install clean-outputs
 
-# RUN=<name>: a named run, written under runs/<name>/ (see README, "Run an ablation");
+# RUN=<name>: a named run, written under runs/<name>/ (see docs/usage.md, "Run an ablation");
 # BASE=<name>: the run it is an ablation of, whose up-to-date jobs it copies instead of rerunning.
 RUN ?=
 BASE ?=
