@@ -6,6 +6,7 @@ import pytest
 
 from tests.markdown_tables import has_run, table_rows
 from rubriclab.tidy import write_table
+from rubriclab.labels import ModelLabels
 
 from rubriclab.carry.figures import RATES_COLUMNS
 from rubriclab.carry.tables import (
@@ -487,3 +488,15 @@ def test_fig5b_supplement_counts_each_chains_deletions():
             "chain 4 (3, 2).") in markdown
     empty_md, empty = fig5b_supplement(deletions.iloc[0:0], MAIN, ["hand:free"])
     assert empty.empty and "(no chain deleted a check)" in empty_md
+
+
+def test_failing_checks_tables_name_the_reviser_by_its_label(failing):
+    raw = "After review by fake/hash?salt=opus"
+    failing = failing.replace({"rubric_version": {"After review by local/default": raw}})
+    markdown, table = table4_recon_failing_checks(failing)
+    assert "?salt=" not in markdown and raw in table.columns  # the csv keeps the model string
+    assert has_run(table_rows(markdown), ["Report", "Label", "Hand-written", "Label-taught",
+                                          "After review by fake/hash (opus)"])
+    markdown, _ = table4_recon_failing_checks(
+        failing, labels=ModelLabels({"fake/hash?salt=opus": "Opus stand-in"}))
+    assert "After review by Opus stand-in" in markdown

@@ -385,6 +385,17 @@ def positions_cell(positions, where: str) -> str:
     return "{" + ", ".join(map(str, distinct)) + "}" if distinct else "none"
 
 
+AFTER_REVIEW = "After review by "
+
+
+def version_title(version: str) -> str:
+    """A rubric version as a table header: "After review by <model string>" (what
+    workflow/scripts/carry_failing_checks.py records) names the reviser by its label."""
+    if version.startswith(AFTER_REVIEW):
+        return AFTER_REVIEW + current_labels()(version[len(AFTER_REVIEW):])
+    return version
+
+
 def failing_checks_table(failing: pd.DataFrame, dataset: str, number: int, item_header: str,
                          caption: str) -> tuple[str, pd.DataFrame]:
     """Items x rubric versions, each cell the checks answering No ("none" or "{1, 2}").
@@ -407,7 +418,7 @@ def failing_checks_table(failing: pd.DataFrame, dataset: str, number: int, item_
             for r in items.to_dict("records")]
     markdown = "\n".join([
         f"# carry, Table {number}: checks answering No", "",
-        *markdown_table([item_header, "Label", *versions], body), "",
+        *markdown_table([item_header, "Label", *map(version_title, versions)], body), "",
         f"Table {number}: {caption.format(versions=len(versions))}", ""])
     return markdown, items
 
