@@ -168,8 +168,8 @@ def test_rerun_after_deleting_outputs_makes_no_model_call(finished_run):
     run(workdir, config)
     second = ledger_rows(workdir)
     assert len(second) == len(first)
-    # Only answers that never parsed are asked again (they are never cached): here, the fake
-    # agent's steps, which cannot produce a JSON action.
+    # Only answers that never parsed would be asked again (they are never cached); fake/hash
+    # answers every format, the agent's tool calls included, so none is.
     asked_again = [r for r in second if not r["cached"]]
     assert all(r["outcome"] == "unparseable" for r in asked_again)
     assert {r["rule"] for r in asked_again} <= {"verify_agent_trials"}

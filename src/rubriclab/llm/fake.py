@@ -2,7 +2,8 @@
 
     fake/yes, fake/no      always "Yes" / "No"
     fake/hash              "Yes" or "No" (yes_no format), a valid answer in the structured
-                           formats (scale, verdict list, rubric checks, rubric revision), or a
+                           formats (scale, verdict list, rubric checks, rubric revision, the
+                           refund agent's tool calls, transfer's formats), or a
                            short text, all from sha256 of the request (messages, sample
                            index), so different prompts and samples differ
     fake/unparseable       always "Maybe, it depends." (never parses as yes/no)
@@ -110,6 +111,11 @@ def structured_answer(response_format: str, messages: list[dict[str, str]],
                                       for k in range(n)]})
     if response_format.startswith("rubric_revision"):
         return _fake_revision(messages[-1]["content"], digest)
+    if response_format == "agent_action":
+        # the plan's stand-in agent (a short valid trial the verifier passes or fails); imported
+        # here because standins builds on this module
+        from .standins import _agent_action
+        return _agent_action(messages, bits)
     return _transfer_answer(response_format, messages[-1]["content"], digest, bits)
 
 
