@@ -20,3 +20,15 @@ def test_cache_export_then_import_into_another_cache(tmp_path, capsys):
 def test_import_of_a_missing_file_fails_with_its_name(tmp_path, capsys):
     assert main(["--cache-dir", str(tmp_path), "cache", "import", str(tmp_path / "nope.gz")]) == 2
     assert "nope.gz" in capsys.readouterr().err
+
+
+def test_version_and_no_arguments(capsys):
+    import pytest
+
+    from rubriclab import __version__
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.strip() == f"rubriclab {__version__}"
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert "usage: rubriclab" in err and "cache" in err and "plan" in err

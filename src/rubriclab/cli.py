@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from rubriclab import __version__
 from rubriclab.llm.cache import SQLiteCache
 from rubriclab.llm.settings import LLMConfig
 
@@ -49,9 +50,10 @@ def _fingerprints(store: SQLiteCache, declared: list[str]) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rubriclab", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"rubriclab {__version__}")
     parser.add_argument("--cache-dir", default=None,
                         help="cache folder (default: RUBRICLAB_CACHE or .cache/rubriclab)")
-    commands = parser.add_subparsers(dest="group", required=True)
+    commands = parser.add_subparsers(dest="group", metavar="COMMAND", required=True)
     cache = commands.add_parser("cache", help="the model-call cache")
     actions = cache.add_subparsers(dest="action", required=True)
     export = actions.add_parser("export", help="write every entry to FILE")
@@ -65,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
 
     plan.add_arguments(commands.add_parser("plan", help="a run's requests, tokens, dollars "
                                            "and hours, before any model call"))
+    if not (sys.argv[1:] if argv is None else argv):
+        parser.print_help(sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if args.group == "plan":
         from rubriclab.plan.report import write_plan
