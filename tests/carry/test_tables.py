@@ -417,6 +417,7 @@ def test_table5_missing_cell_is_na(failing):
     assert rows.loc["L2M1E", "Generated 10 checks"] == "none"
     assert rows.loc["L2M1E", "Label-taught"] == "n/a"
     assert rows.loc["C0YWR", "Label-taught"] == "{1, 7}"
+    assert "for the 2 responses of the example (1 faithful, 1 hallucinated;" in markdown
     rows = table_rows(markdown)
     assert has_run(rows, ["Item", "Label", "Generated 10 checks", "Label-taught"])
     assert has_run(rows, ["C0YWR", "hallucinated", "{1, 6, 8, 9}", "{1, 7}"])

@@ -439,9 +439,13 @@ def table4_recon_failing_checks(failing: pd.DataFrame) -> tuple[str, pd.DataFram
 @with_labels
 def table5_ragtruth_failing_checks(failing: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """Table 5: the checks answering No per RAGTruth response under each checklist."""
+    rows = failing[failing["dataset"] == "ragtruth"].drop_duplicates("item_id")
+    counts = rows["label"].value_counts()
+    shown = ", ".join(f"{counts[label]} {label}" for label in counts.index)
     return failing_checks_table(
         failing, "ragtruth", 5, "Item",
-        "Checks answered No for the responses of the example under {versions} RAGTruth "
+        f"Checks answered No for the {plural(len(rows), 'response')} of the example "
+        f"({shown}; the paper shows four, two of each label) under {{versions}} RAGTruth "
         "checklists.")
 
 
