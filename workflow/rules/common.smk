@@ -219,6 +219,7 @@ def all_targets():
         *expand("figures/verify/table_calibration.{ext}", ext=["md", "csv"]),
         "figures/data_summary.md",
         "figures/cost_report.md",
+        "figures/replication.md",
         "results/effective_config.yaml",
     ]
 

@@ -72,6 +72,32 @@ rule cost_report:
         "../scripts/cost_report.py"
 
 
+rule replication:
+    input:
+        table1="figures/carry/table1_shapley_example.csv",
+        fig1="results/carry/figures/fig1_strictness.csv",
+        fig2="figures/carry/fig2_checklist_length.csv",
+        fig3="results/carry/figures/fig3_accuracy_vs_flawed_share.csv",
+        fig5="results/carry/figures/fig5_attribution_by_origin.csv",
+        table2="figures/carry/table2_gate_replay.csv",
+        verify="figures/verify/table_calibration.csv",
+        categories="results/transfer/analysis/categories.csv",
+        stats="results/transfer/analysis/stats.csv",
+    output:
+        md=report(
+            "figures/replication.md",
+            caption="../report/replication.rst",
+            category="replication",
+        ),
+        csv="figures/replication.csv",
+    log:
+        "logs/replication.log",
+    conda:
+        "../envs/rubriclab.yaml"
+    script:
+        "../scripts/replication.py"
+
+
 rule carry_table1:
     input:
         TABLE1_EXAMPLE,

@@ -1,0 +1,13 @@
+from pathlib import Path
+
+from rubriclab.labels import ModelLabels, labels_in_use
+from rubriclab.replication import replication_markdown, replication_table
+from rubriclab.runtime import configure_logging
+
+configure_logging(snakemake.log[0])
+outputs = {name: Path(path) for name, path in snakemake.input.items()}
+with labels_in_use(ModelLabels(snakemake.config.get("labels"))):
+    table = replication_table(outputs, snakemake.config)
+table.to_csv(snakemake.output.csv, index=False)
+Path(snakemake.output.md).write_text(
+    replication_markdown(table, snakemake.config.get("run")), encoding="utf-8")
