@@ -474,3 +474,17 @@ def test_swapping_the_reviser_reruns_only_revisions_gates_and_figures(finished_r
     rows = [json.loads(line) for line in ledger.read_text().splitlines()]
     assert new_questions and sum(not r["cached"] for r in rows) == len(new_questions)
     assert len(rows) == len(after)
+
+
+def test_the_replication_page_sets_the_papers_numbers_beside_the_run(finished_run):
+    workdir, _ = finished_run
+    table = pd.read_csv(workdir / "figures/replication.csv", keep_default_na=False)
+    assert len(table) >= 15 and (table["verdict"] != "").all()
+    verdicts = table.set_index("id")["verdict"]
+    # no model behind these: the paper's own inputs give its numbers
+    assert (verdicts[verdicts.index.str.startswith("carry.table1.")] == "matches").all()
+    assert verdicts["verify.worked_example.corrected"] == "matches"
+    # fake models are never compared with the paper's
+    assert verdicts["carry.fig2.ragtruth_paragraph_10"] == "not comparable with these models"
+    page = (workdir / "figures/replication.md").read_text()
+    assert "“The corrected reply-quality number is about 65%, not 75%”" in page
