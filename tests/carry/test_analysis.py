@@ -540,3 +540,17 @@ def test_table5_takes_the_four_responses_of_one_example():
     assert list(table5_example(fewer)["item_id"]) == ["a1", "a2"]
     with pytest.raises(ValueError, match="no RAGTruth evaluation item"):
         table5_example(items[items["split"] == "calibration"])
+
+
+def test_an_analysis_logs_its_progress(caplog):
+    import logging
+
+    items = make_items()
+    chain = hand_chain()
+    setting = Setting(dataset="recon", judge="fake/judge", gates=("none", "S"),
+                      renderings=("per_check",), B=100, seed=0, loo_gates=("S",))
+    with caplog.at_level(logging.INFO, logger="rubriclab.carry.analysis"):
+        analyse(setting, items, judged(items, chain), start_sets(), [chain])
+    lines = [r.getMessage() for r in caplog.records if r.name == "rubriclab.carry.analysis"]
+    assert any("carry analysis of recon under fake/judge: 1/1 chains replayed" in line
+               for line in lines)

@@ -29,6 +29,8 @@ out, "" for none) and says which decisions read the judge's verdicts (reads_verd
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +90,25 @@ def gate_items(items: pd.DataFrame, dataset: str) -> pd.DataFrame:
     return items[items["split"] == "calibration"]
 
 
+log = logging.getLogger(__name__)
+
+
+class _Heartbeat:
+    """A progress line (done / total, time so far) at most every `interval_s` seconds, so a
+    long analysis job's log is not silent."""
+
+    def __init__(self, what: str, total: int, interval_s: float = 30.0):
+        self.what, self.total, self.interval_s = what, total, interval_s
+        self.start = self.last = time.monotonic()
+
+    def __call__(self, done: int, final: bool = False) -> None:
+        now = time.monotonic()
+        if final or now - self.last >= self.interval_s:
+            self.last = now
+            log.info("%s: %d/%d chains replayed, %.0f s", self.what, done, self.total,
+                     now - self.start)
+
+
 def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
             start_sets: Mapping[str, Mapping[str, Rubric]],
             chains: Sequence[Chain]) -> dict[str, pd.DataFrame]:
@@ -124,7 +145,10 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
     for source, rubric_set in start_sets.items():
         everywhere.append(State(dict(source=source, rendering="per_check", **START_LABELS),
                                 set_codes(scored, verdicts, lambda scope, s=rubric_set: s)))
-    for chain in chains:
+    heartbeat = _Heartbeat(f"carry analysis of {setting.dataset} under {setting.judge}",
+                           len(chains))
+    for done, chain in enumerate(chains):
+        heartbeat(done)
         for gate in setting.gates:
             if gate == "none":
                 ungated = replay_chain(chain.record, "none", None)
@@ -151,6 +175,7 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
             if loo:
                 loo_everywhere += replays.states(scored, verdicts, "loo")
                 gated += replays.states(scored_evaluation, verdicts, "loo")
+    heartbeat(len(chains), final=True)
     item_set = "recon108" if recon else "evaluation"
     if recon:
         rows += rate_rows(scored, everywhere + loo_everywhere, metrics, setting.B,
