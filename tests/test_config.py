@@ -169,3 +169,12 @@ def test_a_users_own_config_file_stands_alone_too(repo, embedded, tmp_path):
 def test_without_a_configfile_the_embedded_default_is_used(repo, embedded, tmp_path):
     effective = effective_config(repo, tmp_path)
     assert effective["transfer"]["max_criteria"] == embedded["transfer"]["max_criteria"] == 6
+
+
+def test_a_config_of_a_few_keys_is_told_to_name_a_shipped_config_first(schema):
+    only_a_reviser = {"models": {"judge": "fake/hash", "reviser": "openai/gpt-4o"}}
+    with pytest.raises(ConfigError) as error:
+        validate_config(only_a_reviser, schema)
+    message = str(error.value)
+    assert "'datasets' is a required property" in message
+    assert "--configfile config/config.yaml yours.yaml" in message

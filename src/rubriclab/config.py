@@ -57,6 +57,11 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str,
     errors = sorted(validator.iter_errors(completed), key=lambda e: list(e.absolute_path))
     if errors:
         lines = [f"config key '{key_path(e.absolute_path)}': {e.message}" for e in errors[:10]]
+        if any(e.validator == "required" and not e.absolute_path for e in errors):
+            lines.append(
+                "a config file stands alone (only the schema's defaults are beneath it): to "
+                "change a few keys of a shipped config, name it first, e.g. --configfile "
+                "config/config.yaml yours.yaml")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
     return completed
 
