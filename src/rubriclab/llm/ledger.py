@@ -19,6 +19,7 @@ from typing import IO
 
 import pandas as pd
 
+from .redact import redact
 from .request import Completion
 
 LEDGER_COLUMNS = [
@@ -76,7 +77,8 @@ class Ledger:
             "cache_write_tokens": completion.usage.cache_write_tokens,
             "repeat_prompt_tokens": completion.repeat_prompt_tokens,
         }
-        line = json.dumps(row) + "\n"
+        # A provider's error message may echo the key it was sent.
+        line = redact(json.dumps(row)) + "\n"
         self._fh.write(line)
         self._fh.flush()
         if not completion.cached and completion.attempts and self._journal is not None:
