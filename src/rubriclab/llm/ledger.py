@@ -70,15 +70,15 @@ class Ledger:
             "latency_s": round(completion.latency_s, 4),
             "attempts": completion.attempts,
             "reasks": completion.reasks,
-            "error": completion.error,
+            # A provider's error message may echo the key it was sent.
+            "error": redact(completion.error),
             "run": self.run,
             "batch": completion.batch,
             "cache_read_tokens": completion.usage.cache_read_tokens,
             "cache_write_tokens": completion.usage.cache_write_tokens,
             "repeat_prompt_tokens": completion.repeat_prompt_tokens,
         }
-        # A provider's error message may echo the key it was sent.
-        line = redact(json.dumps(row)) + "\n"
+        line = json.dumps(row) + "\n"
         self._fh.write(line)
         self._fh.flush()
         if not completion.cached and completion.attempts and self._journal is not None:
