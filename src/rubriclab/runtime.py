@@ -16,6 +16,9 @@ def configure_logging(log_path: str | Path | None = None, level: int = logging.I
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         handlers.append(logging.FileHandler(log_path, mode="w", encoding="utf-8"))
     logging.basicConfig(level=level, format=LOG_FORMAT, handlers=handlers, force=True)
+    from rubriclab.llm.redact import install_log_filter
+
+    install_log_filter()  # known keys never reach the terminal or the rule's log
     # litellm logs every request at INFO; our progress line already says what matters.
     for noisy in ("LiteLLM", "litellm", "httpx", "LiteLLM Router", "LiteLLM Proxy"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

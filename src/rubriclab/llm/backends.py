@@ -146,10 +146,14 @@ def retry_after_s(exc: BaseException) -> float | None:
         return max(0.0, when.timestamp() - time.time())
 
 
-def endpoint_identity(api_base: str) -> str:
-    """An endpoint as part of a model's identity: scheme and host lower-cased, no trailing /."""
+def endpoint_identity(api_base: str, keep_userinfo: bool = False) -> str:
+    """An endpoint as part of a model's identity: scheme and host lower-cased, no trailing /,
+    and no user:password@ (credentials are not the endpoint, and what is keyed is stored in
+    cache rows and exports). `keep_userinfo`: the identity as it was before credentials were
+    stripped, for finding the answers stored under it."""
     parts = urlsplit(api_base.strip())
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"),
+    netloc = parts.netloc if keep_userinfo else parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme.lower(), netloc.lower(), parts.path.rstrip("/"),
                        parts.query, ""))
 
 
@@ -190,6 +194,17 @@ class Backends:
                     declared = "endpoint=" + endpoint_identity(settings.api_base)
             self._fingerprints[model] = f"{value}|{declared}" if declared else value
         return self._fingerprints[model]
+
+    def earlier_fingerprints(self, model: str) -> list[str]:
+        """Fingerprints this model had before credentials were stripped from its endpoint:
+        answers stored under them are the same endpoint's (looked up, then stored again under
+        the current key)."""
+        settings = self.config.settings_for(model)
+        if (settings.fingerprint or not settings.api_base or "@" not in settings.api_base
+                or model.startswith(("fake/", "local/"))):
+            return []
+        earlier = "|endpoint=" + endpoint_identity(settings.api_base, keep_userinfo=True)
+        return [earlier] if earlier != self.fingerprint(model) else []
 
     def check_api_key(self, model: str) -> None:
         """Raise MissingAPIKey naming the environment variables a remote model lacks."""

@@ -12,7 +12,11 @@ which stops the run before it passes `llm.budget_usd` (`rubriclab.llm.budget`). 
 asking again cannot cure (authentication, missing credentials, unknown model, bad request) fail
 at once, and a model whose requests keep failing the same way is no longer asked. An answer is
 parsed strictly and re-asked a bounded number of times; it is cached the moment it parses, and
-only then. Every request is written to the ledger and counted in the progress line.
+only then. A model whose answers keep coming back unusable (never parsed, or cut off at every
+budget) is no longer asked either, and the job fails (`UnusableAnswers`). Every request is
+written to the ledger and counted in the progress line. Known secrets (keys in the environment,
+credentials in an `api_base`) are redacted from what it logs, journals and raises
+(`rubriclab.llm.redact`).
 """
 
 from __future__ import annotations
@@ -27,10 +31,10 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
-from . import pricing
+from . import pricing, redact
 from .backends import (AnswerCutOff, Backends, DeadlineExceeded, RawAnswer, is_model_fatal,
                        is_rate_limited, is_retryable, made_no_completion, retry_after_s)
 from .batch import BatchOutcome, BatchRunner
@@ -43,7 +47,7 @@ from .progress import Progress
 from .prompt_cache import cache_marked_messages, cacheable_prefixes, min_cacheable_tokens
 from .ratelimit import Booking, RateLimiter, RateLimitWait, estimate_prompt_tokens
 from .request import Completion, Request, Usage, cache_key, legacy_cache_keys
-from .settings import LLMConfig, ModelSettings, check_batch_settings
+from .settings import LLMConfig, ModelSettings, check_batch_settings, check_unusable_settings
 
 log = logging.getLogger("rubriclab.llm")
 
@@ -77,6 +81,37 @@ class ModelCallsFailed(RuntimeError):
     """Some requests got no usable answer after every retry; the others are cached."""
 
 
+class UnusableAnswers(ModelCallsFailed):
+    """A model's answers in a job kept coming back unusable (`ModelSettings.
+    max_unusable_in_a_row`, `max_unusable_share`): it was no longer asked, and the job fails
+    whatever `raise_on_failure` says. Unusable answers are never cached."""
+
+
+class SecretInError(RuntimeError):
+    """An error whose message held a known secret, raised again with the secret redacted
+    (the original, chained, would print it)."""
+
+
+@dataclass
+class _Usability:
+    """One model's answers in one client's life (one job): how many, how many unusable, the
+    current run of unusable ones, the last unusable one, and why the model was stopped."""
+
+    answers: int = 0
+    unusable: int = 0
+    in_a_row: int = 0
+    example: Completion | None = None
+    stop: str | None = None
+
+    def describe(self) -> str:
+        share = self.unusable / self.answers if self.answers else 0.0
+        text = f"{self.unusable} of {self.answers} answers unusable ({share:.0%})"
+        if self.example is not None:
+            shown = self.example.text[:200] if self.example.text else "(no text)"
+            text += f"; e.g. {shown!r}: {self.example.error}"
+        return text
+
+
 class _AttemptsExhausted(Exception):
     def __init__(self, cause: Exception, attempts: int):
         super().__init__(str(cause))
@@ -105,6 +140,10 @@ class LLMClient:
         self._held: set[str] = set()  # keys this client is answering now
         self._model_fatal: set[str] = set()  # keys whose failure no request to its model escapes
         self._stops: dict[str, str] = {}  # model -> why the last batch stopped asking it
+        self._usability: dict[str, _Usability] = defaultdict(_Usability)  # by model, this job
+        for settings in (config.defaults, *config.per_model.values()):
+            redact.register_url_credentials(settings.api_base)
+        redact.install_log_filter()
 
     def close(self) -> None:
         self.batches.close()
@@ -153,20 +192,41 @@ class LLMClient:
         stand_in = _STAND_IN.get()
         if stand_in is not None:
             return stand_in.answer(self, requests, label)
-        completions = asyncio.run(self._run(requests, label))
+        try:
+            completions = asyncio.run(self._run(requests, label))
+        except Exception as exc:
+            # A provider's error may echo the key it was sent; the chained original would
+            # print it in the job's traceback, so it is left out.
+            if redact.contains_secret(str(exc)):
+                raise SecretInError(
+                    f"{type(exc).__name__}: {redact.redact(str(exc))}") from None
+            raise
         if self._budget_stop is not None:
             # Whatever `raise_on_failure` says: the job stops; the calls in flight finished and
             # their answers are cached.
-            raise BudgetExceeded(f"'{label}': {self._budget_stop}")
+            raise BudgetExceeded(redact.redact(f"'{label}': {self._budget_stop}"))
+        stopped_unusable = sorted({r.model for r in requests}
+                                  & {m for m, u in self._usability.items() if u.stop})
+        if stopped_unusable:
+            # Whatever `raise_on_failure` says: every further answer would most likely be
+            # paid for and unusable too.
+            raise UnusableAnswers(redact.redact(
+                f"'{label}': " + "; ".join(self._usability[m].stop for m in stopped_unusable)
+                + f"; {sum(c.outcome == 'failed' for c in completions)} of {len(completions)}"
+                " requests not answered. Unusable answers are not cached, so a rerun asks them"
+                " again: change the model, or its prompt or answer format; for answers cut off"
+                " at their budget, a larger max_tokens or llm.per_model.<model>.budget_doublings;"
+                " or, if such answers are expected, raise llm.per_model.<model>."
+                "max_unusable_in_a_row / max_unusable_share (or unusable_min_answers)"))
         failed = [c for c in completions if c.outcome == "failed"]
         if failed and raise_on_failure:
             stopped = "".join(f"; {reason}" for reason in self._stops.values())
             attempted = [c for c in failed if not c.error.startswith(NOT_ATTEMPTED)] or failed
-            raise ModelCallsFailed(
+            raise ModelCallsFailed(redact.redact(
                 f"{len(failed)} of {len(completions)} requests in '{label}' failed after retries "
                 f"(first: model {attempted[0].request.model!r}: {attempted[0].error}){stopped}; "
                 "the other answers are cached, so a rerun only repeats the failed ones"
-            )
+            ))
         return completions
 
     async def _run(self, requests: list[Request], label: str) -> list[Completion]:
@@ -185,6 +245,7 @@ class LLMClient:
         for model in sorted({requests[i].model for i in misses}):
             self.backends.check_api_key(model)
             check_batch_settings(model, self.config.settings_for(model), f"model {model!r}")
+            check_unusable_settings(self.config.settings_for(model), f"model {model!r}")
             self._check_budget_guards(model)
         batched: dict[str, list[int]] = defaultdict(list)
         for i in misses:
@@ -208,7 +269,8 @@ class LLMClient:
         limits: dict[str, asyncio.Semaphore] = defaultdict(lambda: asyncio.Semaphore(1))
         for model in {requests[i].model for i in misses}:
             limits[model] = asyncio.Semaphore(max(1, self.config.settings_for(model).concurrency))
-        self._stops = {}
+        # A model stopped for unusable answers earlier in this job stays stopped.
+        self._stops = {m: u.stop for m, u in self._usability.items() if u.stop}
         streaks: dict[str, tuple[str, int]] = {}  # model -> (failure kind, requests in a row)
 
         async def answer(i: int) -> None:
@@ -318,8 +380,8 @@ class LLMClient:
         answer = outcome.answer
         if answer is not None and _usable(request, answer):
             return replace(await self._call(request, key, prior=answer), batch=True)
-        error = outcome.error or (f"batch {outcome.batch_id}: the answer was cut off at its "
-                                  "budget or empty")
+        error = redact.redact(outcome.error or (f"batch {outcome.batch_id}: the answer was cut "
+                                                "off at its budget or empty"))
         settings = self.config.settings_for(request.model)
         if outcome.running or settings.batch_fallback == "fail":
             log.warning("request to %s failed: %s", request.model, error)
@@ -356,7 +418,9 @@ class LLMClient:
                     and hasattr(self.cache, "record_fingerprint")):
                 self.cache.record_fingerprint(key, fingerprint)
             return hit
-        for legacy in legacy_cache_keys(request, fingerprint):
+        earlier = [cache_key(request, fp) for fp in self.backends.earlier_fingerprints(
+            request.model)]
+        for legacy in [*legacy_cache_keys(request, fingerprint), *earlier]:
             old = self.cache.get(legacy)
             if old is not None:
                 migrated = replace(old, key=key, model_fingerprint=fingerprint)
@@ -516,6 +580,38 @@ class LLMClient:
     def _record(self, completion: Completion) -> None:
         if self.ledger is not None:
             self.ledger.record(completion)
+        self._note_usability(completion)
+
+    def _note_usability(self, completion: Completion) -> None:
+        """Count an answer (cached or not; a failure is no answer) and stop asking its model
+        once too many come back unusable: `max_unusable_in_a_row` in a row, or a share above
+        `max_unusable_share` of at least `unusable_min_answers` answers."""
+        if completion.outcome not in ("ok", "unparseable"):
+            return
+        model = completion.request.model
+        settings = self.config.settings_for(model)
+        seen = self._usability[model]
+        seen.answers += 1
+        if completion.outcome == "ok":
+            seen.in_a_row = 0
+        else:
+            seen.unusable += 1
+            seen.in_a_row += 1
+            seen.example = completion
+        if seen.stop is not None:
+            return
+        if seen.in_a_row >= settings.max_unusable_in_a_row:
+            why = f"{seen.in_a_row} answers in a row were unusable (max_unusable_in_a_row)"
+        elif (seen.answers >= settings.unusable_min_answers
+              and seen.unusable / seen.answers > settings.max_unusable_share):
+            why = (f"more than {settings.max_unusable_share:.0%} of its answers were unusable "
+                   "(max_unusable_share)")
+        else:
+            return
+        seen.stop = redact.redact(f"stopped asking model {model!r} after {why}: "
+                                  f"{seen.describe()}")
+        self._stops[model] = seen.stop
+        log.error("%s", seen.stop)
 
     async def _call(self, request: Request, key: str, prior: RawAnswer | None = None
                     ) -> Completion:
@@ -561,7 +657,7 @@ class LLMClient:
                     # Answered, but never within a budget: like an answer never in the
                     # format, it is counted where it is reported (a rerun would pay again for
                     # the same cut-off, so it does not stop the job as a failure does).
-                    error = f"AnswerCutOff: {exhausted.cause}"
+                    error = redact.redact(f"AnswerCutOff: {exhausted.cause}")
                     log.warning("answer of %s unusable: %s", request.model, error)
                     return Completion(request=request, key=key, outcome="unparseable", text="",
                                       usage=Usage(prompt_tokens, completion_tokens, cache_read, cache_write),
@@ -569,7 +665,7 @@ class LLMClient:
                                       attempts=attempts, reasks=reasks, error=error,
                                       repeat_prompt_tokens=repeat_prompt_tokens)
                 attempts += exhausted.attempts
-                error = f"{type(exhausted.cause).__name__}: {exhausted.cause}"
+                error = redact.redact(f"{type(exhausted.cause).__name__}: {exhausted.cause}")
                 if is_model_fatal(exhausted.cause):
                     self._model_fatal.add(key)
                 if attempts and not request.model.startswith(("fake/", "local/")):

@@ -19,6 +19,7 @@ from typing import IO
 
 import pandas as pd
 
+from .redact import redact
 from .request import Completion
 
 LEDGER_COLUMNS = [
@@ -69,7 +70,8 @@ class Ledger:
             "latency_s": round(completion.latency_s, 4),
             "attempts": completion.attempts,
             "reasks": completion.reasks,
-            "error": completion.error,
+            # A provider's error message may echo the key it was sent.
+            "error": redact(completion.error),
             "run": self.run,
             "batch": completion.batch,
             "cache_read_tokens": completion.usage.cache_read_tokens,

@@ -78,6 +78,13 @@ class ModelSettings:
     # A batch stops asking a model after this many requests in a row failed in the same way
     # (after their own retries), and says which; the rest are reported as not attempted.
     max_consecutive_failures: int = 5
+    # A job stops asking a model once this many of its answers in a row were unusable (never
+    # in the format after every re-ask, or cut off at every budget), or once it has at least
+    # `unusable_min_answers` answers of the model and more than `max_unusable_share` of them
+    # are unusable (1.0: never by share); the job then fails, saying which, with an example.
+    max_unusable_in_a_row: int = 10
+    max_unusable_share: float = 0.5
+    unusable_min_answers: int = 10
     # Endpoint of an OpenAI-compatible server (vLLM, Ollama, a proxy). The model string names
     # the model, the endpoint is part of its identity (its cache keys), unless `fingerprint`
     # is declared.
@@ -118,6 +125,19 @@ class ModelSettings:
 
 class BatchNotSupported(ValueError):
     pass
+
+
+def check_unusable_settings(settings: ModelSettings, where: str) -> None:
+    """Refuse, naming the setting, limits of unusable answers that cannot work."""
+    for name in ("max_unusable_in_a_row", "unusable_min_answers"):
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{where}.{name}: a whole number of answers >= 1, got {value!r}")
+    share = settings.max_unusable_share
+    if (isinstance(share, bool) or not isinstance(share, (int, float)) or math.isnan(share)
+            or not 0 <= share <= 1):
+        raise ValueError(f"{where}.max_unusable_share: a share from 0 to 1 (1: no limit by "
+                         f"share), got {share!r}")
 
 
 def check_batch_settings(model: str, settings: ModelSettings, where: str) -> None:
@@ -220,6 +240,7 @@ class LLMConfig:
             raise ValueError("llm.defaults: price is set per model (llm.per_model.<model>."
                              "price), in US dollars per million tokens")
         defaults = settings(ModelSettings(), raw.get("defaults") or {}, "llm.defaults")
+        check_unusable_settings(defaults, "llm.defaults")
         if defaults.batch:
             raise ValueError("llm.defaults: batch: true is set per model (llm.per_model.<model>."
                              "batch), for models whose provider has a batch API")
@@ -229,6 +250,7 @@ class LLMConfig:
         }
         for model, model_settings in per_model.items():
             check_batch_settings(model, model_settings, f"llm.per_model[{model!r}]")
+            check_unusable_settings(model_settings, f"llm.per_model[{model!r}]")
         roles: dict[str, dict[str | None, RoleSettings]] = {}
         for role, values in (raw.get("roles") or {}).items():
             values = dict(values or {})
