@@ -13,21 +13,33 @@ STAMP := $(VENV)/.installed
 
 .PHONY: reproduce test report dry-run-paper plan plan-paper rehearse known-truth install clean-outputs
 
+# Values from the command line or the environment (RUN, BASE, RUBRICLAB_DATA_MIRROR and the
+# data folders that default to it) are taken as written ($(value ...): make expands nothing in
+# them) and reach each command as one single-quoted word, so a ';', '$' or space in one is
+# never run by the shell. `quote`: a value in single quotes, each ' in it written '\''.
+quote = '$(subst ','\'',$(1))'
+# A run name (RUN, BASE) is checked before any command: letters, digits, '.', '_' and '-', at
+# most 100 characters, as the config schema wants of `run` and `base_run`.
+check_name = $(if $(value $(1)),$(if $(shell v=$(call quote,$(value $(1))); case "$$v" in \
+	(*[!A-Za-z0-9._-]*) ;; (*) [ $${#v} -le 100 ] && echo ok ;; esac),,$(error $(1)=$(value \
+	$(1)) is not a run name: letters, digits, '.', '_' and '-', at most 100 characters)))
+
 # RUN=<name>: a named run, written under runs/<name>/ (see docs/usage.md, "Run an ablation");
 # BASE=<name>: the run it is an ablation of, whose up-to-date jobs it copies instead of rerunning.
 RUN ?=
 BASE ?=
 reproduce: $(STAMP)
-	$(VENV)/bin/snakemake --cores $(CORES) \
-		$(if $(RUN)$(BASE),--config $(if $(RUN),run=$(RUN)) $(if $(BASE),base_run=$(BASE)))
+	$(call check_name,RUN)$(call check_name,BASE)$(VENV)/bin/snakemake --cores $(CORES) \
+		$(if $(value RUN)$(value BASE),--config $(if $(value RUN),run=$(call quote,$(value RUN))) \
+		$(if $(value BASE),base_run=$(call quote,$(value BASE))))
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
 # With RUN=<name>: runs/<name>/report.html, from the config that run recorded.
 report: $(STAMP)
-	$(VENV)/bin/snakemake --report report.html \
-		$(if $(RUN),--configfile runs/$(RUN)/results/effective_config.yaml)
+	$(call check_name,RUN)$(VENV)/bin/snakemake --report report.html \
+		$(if $(value RUN),--configfile $(call quote,runs/$(value RUN)/results/effective_config.yaml))
 
 dry-run-paper: $(STAMP)
 	$(VENV)/bin/snakemake -n --configfile config/paper.yaml
@@ -35,8 +47,10 @@ dry-run-paper: $(STAMP)
 # Requests, tokens, dollars and hours of a run before any model is called (rubriclab.plan):
 # figures/plan.md and results/plan/plan.csv. PLAN_DATA: a local mirror of the raw data (the
 # plan prepares the data as the run would); empty downloads it from the datasets' sources.
-PLAN_DATA ?= $(or $(RUBRICLAB_DATA_MIRROR),$(wildcard ../shared/data))
-PLAN_ARGS = --cores $(CORES) $(if $(PLAN_DATA),--data-mirror $(PLAN_DATA))
+ifeq ($(origin PLAN_DATA),undefined)
+PLAN_DATA := $(or $(value RUBRICLAB_DATA_MIRROR),$(wildcard ../shared/data))
+endif
+PLAN_ARGS = --cores $(CORES) $(if $(value PLAN_DATA),--data-mirror $(call quote,$(value PLAN_DATA)))
 plan: $(STAMP)
 	$(VENV)/bin/rubriclab plan $(PLAN_ARGS)
 
@@ -45,19 +59,26 @@ plan-paper: $(STAMP)
 
 # The paper-scale run through litellm's real HTTP path, offline: every model of
 # config/paper.yaml answered by a loopback server with providers' faults (rubriclab.rehearsal).
-REHEARSAL_DATA ?= $(or $(RUBRICLAB_DATA_MIRROR),../shared/data)
+ifeq ($(origin REHEARSAL_DATA),undefined)
+REHEARSAL_DATA := $(or $(value RUBRICLAB_DATA_MIRROR),../shared/data)
+endif
 REHEARSAL_DIR ?= rehearsal
 rehearse: $(STAMP)
 	$(VENV)/bin/python -m rubriclab.rehearsal --configfile config/paper.yaml \
-		--workdir $(REHEARSAL_DIR) --cores $(CORES) --data-mirror $(REHEARSAL_DATA) --expect paper
+		--workdir $(call quote,$(value REHEARSAL_DIR)) --cores $(CORES) \
+		--data-mirror $(call quote,$(value REHEARSAL_DATA)) --expect paper
 
 # The known-truth world, offline: scripted models that answer from the ground truth the run
 # prepares, with set judge error rates (config/known_truth.yaml, rubriclab.llm.known), so the
 # outputs can be checked against what the papers claim; written under runs/known-truth/.
-KNOWN_TRUTH_DATA ?= $(or $(RUBRICLAB_DATA_MIRROR),$(wildcard ../shared/data))
+# (A relative data folder is made absolute by the named run itself, rubriclab.runs.)
+ifeq ($(origin KNOWN_TRUTH_DATA),undefined)
+KNOWN_TRUTH_DATA := $(or $(value RUBRICLAB_DATA_MIRROR),$(wildcard ../shared/data))
+endif
 known-truth: $(STAMP)
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/config.yaml config/known_truth.yaml \
-		--config run=known-truth $(if $(KNOWN_TRUTH_DATA),data_mirror=$(abspath $(KNOWN_TRUTH_DATA)))
+		--config run=known-truth \
+		$(if $(value KNOWN_TRUTH_DATA),data_mirror=$(call quote,$(value KNOWN_TRUTH_DATA)))
 
 install: $(STAMP)
 

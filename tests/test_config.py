@@ -58,7 +58,7 @@ def test_the_defaults_are_those_snakemakes_validator_fills(repo, schema, embedde
 
     if name == "sparse":  # every optional section left to the schema
         config = {key: embedded[key] for key in ("models", "datasets")}
-        config["carry"] = {"fig2": {}}
+        config["carry"] = {"fig2": {}, "chains": embedded["carry"]["chains"]}  # required
     else:
         config = load_yaml(repo / "config" / name)
     theirs = copy.deepcopy(config)
@@ -87,7 +87,8 @@ def test_an_unknown_key_is_named(schema, embedded):
 
 def test_a_missing_required_key_is_named(schema, embedded):
     del embedded["models"]["judge"]
-    with pytest.raises(ConfigError, match=r"config key 'models': 'judge' is a required property"):
+    with pytest.raises(ConfigError, match=r"config key 'models.judge' is missing; it has no "
+                                          r"default, so the config must give it"):
         validate_config(embedded, schema)
 
 

@@ -5,6 +5,7 @@
     rubriclab cache import FILE     add the answers of such a file, all or none: every key and
                                     checksum is recomputed, every field checked
     rubriclab cache stats           entries per model
+                                    (stats and export open the cache read-only and create none)
     rubriclab plan [--configfile F ...] [--config K=V ...] [--data-mirror DIR]
                                     requests, tokens, dollars and hours of a run, before it
 """
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -21,7 +23,12 @@ from rubriclab.llm.settings import LLMConfig
 
 
 def _cache(args: argparse.Namespace) -> SQLiteCache:
-    return SQLiteCache(LLMConfig.from_dict({}, cache_dir=args.cache_dir).cache_path)
+    """The cache, opened for writing by `import` and read-only by `stats` and `export` (which
+    so never create a cache, nor write to a read-only one)."""
+    path = LLMConfig.from_dict({}, cache_dir=args.cache_dir).cache_path
+    if args.action == "import":
+        return SQLiteCache(path)
+    return SQLiteCache.read_only(path)
 
 
 def _fingerprints(store: SQLiteCache, declared: list[str]) -> dict[str, str]:
@@ -76,7 +83,16 @@ def main(argv: list[str] | None = None) -> int:
 
         return plan.run(args, write_plan)
 
-    with _cache(args) as store:
+    try:
+        store = _cache(args)
+    except FileNotFoundError as exc:
+        print(f"rubriclab: {exc} (give --cache-dir, or set RUBRICLAB_CACHE, to read another)",
+              file=sys.stderr)
+        return 1
+    except sqlite3.DatabaseError as exc:
+        print(f"rubriclab: cannot read the cache: {exc}", file=sys.stderr)
+        return 1
+    with store:
         try:
             if args.action == "export":
                 count = store.export_to(args.file, _fingerprints(store, args.fingerprint))

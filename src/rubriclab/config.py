@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str,
     validator = DefaultFillingValidator(schema)
     errors = sorted(validator.iter_errors(completed), key=lambda e: list(e.absolute_path))
     if errors:
-        lines = [f"config key '{key_path(e.absolute_path)}': {e.message}" for e in errors[:10]]
+        lines = [_error_line(e) for e in errors[:10]]
         if any(e.validator == "required" and not e.absolute_path for e in errors):
             lines.append(
                 "a config file stands alone (only the schema's defaults are beneath it): to "
@@ -64,6 +65,24 @@ def validate_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str,
                 "config/config.yaml yours.yaml")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
     return completed
+
+
+_REQUIRED = re.compile(r"^'(.+)' is a required property$")
+
+
+def _error_line(error: Any) -> str:
+    """One violation as a line naming its key. A missing key is named itself (not its parent
+    section), and an over-long string by its length rather than printed whole."""
+    path = list(error.absolute_path)
+    missing = _REQUIRED.match(error.message) if error.validator == "required" else None
+    if missing:
+        return (f"config key '{key_path(path + [missing.group(1)])}' is missing; it has no "
+                f"default, so the config must give it (config/config.yaml shows one, and "
+                f"workflow/schemas/config.schema.yaml describes it)")
+    if error.validator == "maxLength" and isinstance(error.instance, str):
+        return (f"config key '{key_path(path)}': {len(error.instance)} characters "
+                f"({error.instance[:40]!r}...), at most {error.validator_value}")
+    return f"config key '{key_path(path)}': {error.message}"
 
 
 def load_yaml(path: str | Path) -> Any:

@@ -18,6 +18,8 @@ from .llm.settings import DEFAULT_CACHE_DIR
 
 RUNS_DIR = "runs"
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Well under a file name's 255 bytes, as in the schema (run, base_run: maxLength).
+MAX_RUN_NAME = 100
 # Environment variables naming folders: made absolute so a job in runs/<name>/ finds the same.
 PATH_VARIABLES = ("RUBRICLAB_CACHE", "RUBRICLAB_MODELS_DIR", "RUBRICLAB_DATA_MIRROR")
 # Set only by rubriclab.reuse for the process that loads a named run's workflow in its base
@@ -29,10 +31,19 @@ def run_directory(name: str | None, launch_dir: str | Path) -> Path | None:
     """runs/<name> under the launching directory, or None for the unnamed default run."""
     if name is None:
         return None
-    if not RUN_NAME.match(name) or name in (".", ".."):
-        raise ConfigError(f"config key 'run': {name!r} is not a folder name (letters, digits, "
-                          "'.', '_' and '-', starting with a letter or digit)")
+    check_run_name(name, "run")
     return Path(launch_dir).resolve() / RUNS_DIR / name
+
+
+def check_run_name(name: Any, key: str) -> None:
+    """Raise ConfigError, naming `key`, unless `name` can be a folder name under runs/."""
+    if not isinstance(name, str) or not RUN_NAME.match(name) or name in (".", ".."):
+        shown = repr(name) if len(str(name)) <= 40 else repr(str(name)[:40]) + "..."
+        raise ConfigError(f"config key '{key}': {shown} is not a folder name (letters, digits, "
+                          "'.', '_' and '-', starting with a letter or digit)")
+    if len(name) > MAX_RUN_NAME:
+        raise ConfigError(f"config key '{key}': a run name of {len(name)} characters "
+                          f"({name[:40]!r}...) is too long for a folder; at most {MAX_RUN_NAME}")
 
 
 def anchor_to_launch_dir(config: dict[str, Any], launch_dir: str | Path,
@@ -91,6 +102,8 @@ def base_run_directory(config: dict[str, Any], launch_dir: str | Path) -> Path |
         raise ConfigError(f"config key 'base_run': {name!r} is this run itself; name the run "
                           "this one is an ablation of")
     launch = Path(launch_dir).resolve()
+    if name != ".":
+        check_run_name(name, "base_run")
     folder = launch if name == "." else run_directory(name, launch)
     if not (folder / ".snakemake" / "metadata").is_dir():
         runs = sorted(p.parent.parent.name

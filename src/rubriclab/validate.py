@@ -10,7 +10,14 @@
   known price, so the budget could not count their calls; checked when the run starts.
 - `missing_keys`: remote models of the jobs about to run whose API key is not in the
   environment and of which the cache holds no answer (so the run could not get far); checked
-  when the run starts.
+  when the run starts, by the model layer's own credential rule (`Backends.missing_api_keys`).
+- `reasoning_effort_problem`: a role's reasoning_effort for a model that takes none (litellm
+  would refuse each request of it); checked as each model rule's call settings are computed,
+  so a dry run catches it.
+- `cache_dir_problems`: the model-call cache folder cannot be written; checked when the run
+  starts.
+- `mirror_problems`: data_mirror names no folder (parse time); `fetch_problems`: a raw file
+  about to be fetched that the mirror lacks (or that needs one); checked when the run starts.
 """
 
 from __future__ import annotations
@@ -239,8 +246,9 @@ def key_problems(config: Mapping[str, Any],
                  job_params: Iterable[Any] | None = None) -> tuple[list[str], list[str]]:
     """`missing_keys` for the remote models of a validated pipeline config (only those the
     jobs about to run name in their params, when `job_params` is given), asking litellm which
-    variables each needs (skipped where llm.per_model sets check_api_key: false) and the cache
-    which models it holds answers of (read only; a missing cache holds none)."""
+    variables each needs (none where llm.per_model sets check_api_key: false or
+    placeholder_api_key: true, as the model layer decides) and the cache which models it holds
+    answers of (read only; a missing cache holds none)."""
     from .llm.backends import Backends
     from .llm.cache import SQLiteCache
     from .llm.settings import LLMConfig
@@ -254,16 +262,11 @@ def key_problems(config: Mapping[str, Any],
     llm = LLMConfig.from_dict(config.get("llm"), cache_dir=config.get("cache_dir"))
     backends = Backends(llm)
 
-    def missing(model: str) -> list[str]:
-        if not llm.settings_for(model).check_api_key:
-            return []
-        return list(backends.litellm.validate_environment(model=model).get("missing_keys") or [])
-
     cached: list[str] = []
     if llm.cache_path.is_file():
-        with SQLiteCache(llm.cache_path) as cache:
+        with SQLiteCache.read_only(llm.cache_path) as cache:
             cached = [model for model, _ in cache.counts_by_model()]
-    return missing_keys(remote, missing, cached)
+    return missing_keys(remote, backends.missing_api_keys, cached)
 
 
 def budget_problems(config: Mapping[str, Any],
@@ -284,12 +287,119 @@ def budget_problems(config: Mapping[str, Any],
     return [f"{unguarded_message(budget, [m])} ({models[m]})" for m in unguarded]
 
 
+def reasoning_effort_problem(llm: Any, role: str, model: str) -> str | None:
+    """A line naming the config key when the reasoning effort `llm` (an LLMConfig) gives `role`
+    for `model` is one the model does not take (rubriclab.llm.capabilities asks litellm)."""
+    effort = llm.role_settings_for(role, model).reasoning_effort
+    if effort is None:
+        return None
+    from .llm.capabilities import reasoning_effort_refusal
+
+    why = reasoning_effort_refusal(model)
+    if why is None:
+        return None
+    own = f"llm.roles.{role}.per_model[{model!r}].reasoning_effort"
+    if model in llm.roles.get(role, {}):
+        key, fix = own, "set it to null (the model's default) or remove it"
+    else:
+        key, fix = (f"llm.roles.{role}.reasoning_effort",
+                    f"set {own}: null for this model, or give the role no effort")
+    return f"config key '{key}' ({effort!r}) for model {model!r}: {why}; {fix}"
+
+
+def check_call_settings(llm: Any, role: str, model: str) -> None:
+    """Raise ConfigError when what `role` asks of `model` is something the model cannot take:
+    what common.smk's call_settings checks for each model rule, before any job runs."""
+    problem = reasoning_effort_problem(llm, role, model)
+    raise_if([problem] if problem else [], "a setting the model cannot take")
+
+
+def cache_dir_problems(config: Mapping[str, Any]) -> list[str]:
+    """The model-call cache folder (RUBRICLAB_CACHE, else cache_dir, else .cache/rubriclab)
+    made if missing and written to once (a file created and removed), as the first call's
+    answer would be; a line naming the setting when that fails."""
+    import os
+    import tempfile
+
+    from .llm.settings import LLMConfig
+
+    llm = LLMConfig.from_dict(config.get("llm"), cache_dir=config.get("cache_dir"))
+    if os.environ.get("RUBRICLAB_CACHE"):
+        named = "the environment variable RUBRICLAB_CACHE"
+    elif config.get("cache_dir"):
+        named = "config key 'cache_dir'"
+    else:
+        named = "the default cache folder (config key 'cache_dir' unset)"
+    folder = llm.cache_dir
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=".write-check-")
+        os.close(handle)
+        os.unlink(probe)
+        if llm.cache_path.exists():
+            with open(llm.cache_path, "r+b"):
+                pass
+    except OSError as exc:
+        return [f"{named}: the model-call cache folder {folder} cannot be written "
+                f"({exc.strerror or exc}); name a writable folder (cache_dir, or "
+                "RUBRICLAB_CACHE), or make this one writable"]
+    return []
+
+
+def mirror_problems(config: Mapping[str, Any]) -> list[str]:
+    """A data mirror that is set but is not a folder."""
+    from pathlib import Path
+
+    mirror = config.get("data_mirror")
+    if not mirror or Path(mirror).is_dir():
+        return []
+    what = "does not exist" if not Path(mirror).exists() else "is not a folder"
+    return [f"config key 'data_mirror' (or the environment variable RUBRICLAB_DATA_MIRROR): "
+            f"{mirror} {what}; name the folder holding one subfolder per dataset "
+            "(summedits/, ragtruth/, healthbench/), or unset it to download the files"]
+
+
+def fetch_problems(config: Mapping[str, Any], fetches: Iterable[tuple[str, str]]) -> list[str]:
+    """For the raw files about to be fetched ((dataset, file name) of each fetch_raw job): one
+    line per file the data mirror does not hold, or that only a mirror has when none is set."""
+    from pathlib import Path
+
+    from .data.download import dataset_files
+
+    mirror = config.get("data_mirror")
+    problems: list[str] = []
+    for dataset, name in fetches:
+        (spec,) = dataset_files(dataset, [name])
+        if not mirror:
+            if not spec.get("url"):
+                problems.append(f"datasets.{dataset}: {name} exists only in a data mirror (it "
+                                "has no public URL); set data_mirror (or RUBRICLAB_DATA_MIRROR), "
+                                "or leave the file out of the config")
+            continue
+        if not spec.get("mirror_name"):
+            problems.append(f"datasets.{dataset}: {name} has no mirror copy; unset data_mirror "
+                            f"to download it from {spec['url']}, or leave it out of the config")
+            continue
+        copy = Path(mirror) / dataset / spec["mirror_name"]
+        if not copy.is_file():
+            problems.append(f"config key 'data_mirror': {copy} is missing (the copy of "
+                            f"{dataset}'s {name}); add it, or point data_mirror at a mirror "
+                            "that has it")
+    return problems
+
+
 def check_before_first_job(config: Mapping[str, Any], warn: Callable[[str], None],
-                           job_params: Iterable[Any] | None = None) -> None:
+                           job_params: Iterable[Any] | None = None,
+                           fetches: Iterable[tuple[str, str]] = ()) -> None:
     """The Snakefile's onstart: raise ConfigError for models of the jobs about to run (their
-    params, `job_params`) that cannot be called at all, or whose calls a budget cannot count;
-    `warn` for those only the cache can answer."""
+    params, `job_params`) that cannot be called at all, or whose calls a budget cannot count,
+    for a cache folder that cannot be written while some job calls a model, and for raw files
+    about to be fetched (`fetches`: dataset, file name) that cannot be had; `warn` for models
+    only the cache can answer."""
     job_params = None if job_params is None else list(job_params)
+    raise_if(fetch_problems(config, fetches), "the data cannot be fetched")
+    if job_params is None or job_params:
+        raise_if(cache_dir_problems(config), "the run cannot start")
     raise_if(budget_problems(config, job_params),
              "the run cannot start under its budget (price these models, or set no budget)")
     errors, warnings = key_problems(config, job_params)

@@ -21,8 +21,10 @@ from rubriclab.reuse import reuse_base_run
 from rubriclab.runs import EVALUATE_IN_VARIABLE, base_run_directory, enter_named_run
 from rubriclab.validate import (
     check_before_first_job,
+    check_call_settings,
     coerce_command_line,
     configured_models,
+    mirror_problems,
     model_problems,
     raise_if,
     unknown_keys,
@@ -40,6 +42,7 @@ _validated = validate_config(_given, _schema)
 raise_if(
     model_problems(configured_models(_validated)), "model strings that cannot be called"
 )
+raise_if(mirror_problems(_validated), "invalid configuration")
 # A named run (`run: <name>`) works in runs/<name>/, the cache and data mirror still shared.
 _validated, RUN_DIR = enter_named_run(
     _validated, os.getcwd(), workflow.overwrite_workdir
@@ -90,6 +93,11 @@ onstart:
             list(job.params)
             for job in workflow.dag.needrun_jobs()
             if "ledger" in job.output.keys()
+        ],
+        fetches=[
+            (job.wildcards.dataset, job.wildcards.filename)
+            for job in workflow.dag.needrun_jobs()
+            if job.rule.name == "fetch_raw"
         ],
     )
     # The jobs of this run, for the progress lines' "run: done/total jobs, time left".
@@ -183,10 +191,18 @@ def recorded_provenance(wildcards, output):
     return read_provenance(output.provenance)
 
 
+_CALLS_CHECKED = set()
+
+
 def call_settings(role, model):
     """What the model layer adds to a role's requests of `model` (reasoning effort, room for
-    reasoning): a param of each model rule, so changing them reruns exactly those jobs.
+    reasoning): a param of each model rule, so changing them reruns exactly those jobs. A
+    setting the model cannot take (a reasoning effort litellm would refuse) stops the run
+    here, before the first job.
     """
+    if (role, model) not in _CALLS_CHECKED:
+        check_call_settings(_LLM_CONFIG, role, model)
+        _CALLS_CHECKED.add((role, model))
     return {
         "role": role,
         "reasoning_effort": _LLM_CONFIG.role_settings_for(role, model).reasoning_effort,

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import yaml
@@ -50,8 +50,10 @@ def fetch(url: str, dest: Path, sha256: str | None, timeout: float = 60) -> Path
     return _write_verified(dest, download_to, sha256, source=url)
 
 
-def copy_from_mirror(mirror_dir: Path, name: str, dest: Path, sha256: str | None) -> Path:
-    """Copy ``mirror_dir / name`` to ``dest`` byte for byte, verifying its sha256 when given."""
+def copy_from_mirror(mirror_dir: Path, name: str, dest: Path,
+                     sha256: str | Sequence[str] | None) -> Path:
+    """Copy ``mirror_dir / name`` to ``dest`` byte for byte, verifying its sha256 when given
+    (one checksum, or several, any of which is accepted)."""
     mirror_dir = Path(mirror_dir)
     source = mirror_dir / name
     if not source.is_file():
@@ -86,7 +88,16 @@ def acquire(spec: dict, dest_dir: Path, mirror_dir: Path | None) -> Path:
             f"{spec['name']} has no mirror copy (mirror_name is null in the dataset registry); "
             f"download it from {spec['url']} or leave it out of the configured files"
         )
-    return copy_from_mirror(Path(mirror_dir), spec["mirror_name"], dest, spec.get("sha256"))
+    return copy_from_mirror(Path(mirror_dir), spec["mirror_name"], dest, mirror_checksums(spec))
+
+
+def mirror_checksums(spec: dict) -> tuple[str, ...] | None:
+    """The checksums a mirror's copy of a registry entry may have: that of the mirror's own
+    copy where it is not the original (``mirror_sha256``: a partial copy, as HealthBench's), and
+    the original's (``sha256``), which a mirror holding the original has; None when neither is
+    known (then nothing is verified)."""
+    known = tuple(c for c in (spec.get("mirror_sha256"), spec.get("sha256")) if c)
+    return known or None
 
 
 def dataset_files(dataset: str, names: list[str] | None = None) -> list[dict]:
@@ -113,7 +124,8 @@ def load_registry(path: Path = REGISTRY_PATH) -> dict:
         return yaml.safe_load(handle)
 
 
-def _write_verified(dest: Path, write: Callable, sha256: str | None, source: str) -> Path:
+def _write_verified(dest: Path, write: Callable, sha256: str | Sequence[str] | None,
+                    source: str) -> Path:
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
@@ -129,9 +141,12 @@ def _write_verified(dest: Path, write: Callable, sha256: str | None, source: str
     return dest
 
 
-def _verify_checksum(path: Path, expected: str | None, source: str) -> None:
-    if expected is None:
+def _verify_checksum(path: Path, expected: str | Sequence[str] | None, source: str) -> None:
+    if not expected:
         return
+    accepted = [expected] if isinstance(expected, str) else list(expected)
     actual = sha256_of(path)
-    if actual != expected.lower():
-        raise ChecksumError(f"checksum mismatch for {source}: expected sha256 {expected}, got {actual}")
+    if actual not in [c.lower() for c in accepted]:
+        raise ChecksumError(f"checksum mismatch for {source}: expected sha256 "
+                            f"{' or '.join(accepted)}, got {actual} (a damaged or cut-short "
+                            "copy, or another version of the file; nothing was written)")

@@ -206,14 +206,21 @@ class Backends:
         earlier = "|endpoint=" + endpoint_identity(settings.api_base, keep_userinfo=True)
         return [earlier] if earlier != self.fingerprint(model) else []
 
-    def check_api_key(self, model: str) -> None:
-        """Raise MissingAPIKey naming the environment variables a remote model lacks."""
+    def missing_api_keys(self, model: str) -> list[str]:
+        """The environment variables a remote model needs and lacks (litellm's
+        validate_environment); none for fake/ and local/ models, nor where the model's settings
+        say check_api_key: false or placeholder_api_key: true (a placeholder is sent, never the
+        environment's key). The one credential rule: the check before the first job asks it too."""
         settings = self.config.settings_for(model)
         if (model.startswith(("fake/", "local/")) or not settings.check_api_key
                 or settings.placeholder_api_key):
-            return
+            return []
         report = self.litellm.validate_environment(model=model)
-        missing = report.get("missing_keys") or []
+        return list(report.get("missing_keys") or [])
+
+    def check_api_key(self, model: str) -> None:
+        """Raise MissingAPIKey naming the environment variables a remote model lacks."""
+        missing = self.missing_api_keys(model)
         if missing:
             raise MissingAPIKey(
                 f"model {model!r} needs the environment variable(s) {', '.join(missing)}; "

@@ -159,6 +159,35 @@ def _process_alive(host: str, pid: int) -> bool:
     return True
 
 
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """An existing cache opened for reading only (SQLite URI mode=ro): nothing is created,
+    migrated or written, so a read-only file or folder can be read. In WAL mode SQLite reads
+    through the -shm file, which a read-only folder without one cannot get; with no -wal file
+    beside it, every row is in the database file itself, so it is then read as immutable."""
+    uri = path.resolve().as_uri() + "?mode=ro"
+    db = sqlite3.connect(uri, uri=True, timeout=120, isolation_level=None)
+    try:
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.OperationalError as exc:
+        db.close()
+        if Path(str(path) + "-wal").exists():
+            raise sqlite3.OperationalError(
+                f"{path}: {exc} (its -wal file holds rows not yet in the database file, and "
+                "the folder is not writable for the -shm file that reading them needs; open "
+                "it once where it can be written)") from exc
+        db = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
+    columns = {row[1] for row in db.execute("PRAGMA table_info(answers)")}
+    if not columns:
+        db.close()
+        raise sqlite3.DatabaseError(f"{path} is not a rubriclab cache (it has no answers table)")
+    if _FINGERPRINT_COLUMN not in columns:
+        # A cache from before fingerprints were recorded, read as if the column were NULL
+        # (a temporary view shadows the table; the file is not changed).
+        db.execute(f"CREATE TEMP VIEW answers AS SELECT *, NULL AS {_FINGERPRINT_COLUMN}"
+                   " FROM main.answers")
+    return db
+
+
 class SQLiteCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -232,6 +261,18 @@ class SQLiteCache:
 
     def release(self, key: str, owner: str) -> None:
         self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+
+    @classmethod
+    def read_only(cls, path: str | Path) -> SQLiteCache:
+        """The cache at `path` for reading (counts, get, export) without writing anything to
+        it or beside it; FileNotFoundError when there is none."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no cache at {path}")
+        cache = cls.__new__(cls)
+        cache.path = path
+        cache._db = _connect_read_only(path)
+        return cache
 
     # --- counts -----------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 DEFAULT_CACHE_DIR = Path(".cache/rubriclab")
 # Providers whose batch API rubriclab.llm.batch drives: OpenAI and Gemini (AI Studio) through
@@ -156,6 +157,45 @@ def check_batch_settings(model: str, settings: ModelSettings, where: str) -> Non
             "remove batch for this model")
 
 
+def check_api_base(value: Any, where: str) -> None:
+    """Refuse, naming the setting, an endpoint that is not an http(s) URL with a host (for
+    example "localhost:8000/v1", which litellm would send as a path of the provider's own
+    endpoint, or "http:/127.0.0.1"): before any call, not once per request."""
+    if value is None:
+        return
+    problem = ""
+    if not isinstance(value, str) or not value.strip():
+        problem = "it is not a URL"
+    elif any(c.isspace() for c in value.strip()):
+        problem = "it holds whitespace"
+    else:
+        parts = urlsplit(value.strip())
+        try:
+            parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+        except ValueError:
+            problem = "its port is not a number from 0 to 65535"
+        if parts.scheme.lower() not in ("http", "https"):
+            problem = problem or "it does not start with http:// or https://"
+        elif not parts.hostname:
+            problem = problem or "it names no host"
+    if problem:
+        shown = _without_credentials(str(value))
+        raise ValueError(f"{where}.api_base: {shown!r} is not an http(s) URL with a host "
+                         f"({problem}); write the server's address in full, e.g. "
+                         "http://127.0.0.1:8000/v1")
+
+
+def _without_credentials(url: str) -> str:
+    """`url` with whatever precedes an "@" in its host part (a user name and password) hidden."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    return (scheme + sep if sep else "") + authority + slash + path
+
+
 @dataclass(frozen=True)
 class RoleSettings:
     """What a role (judge, reviser, ...) asks of a model besides its prompt: part of the key,
@@ -231,6 +271,7 @@ class LLMConfig:
             unknown = set(values) - known
             if unknown:
                 raise ValueError(f"{where}: unknown model setting(s) {sorted(unknown)}")
+            check_api_base(values.get("api_base"), where)
             if values.get("price") is not None:
                 values = {**values, "price": ModelPrice.from_dict(values["price"],
                                                                   f"{where}.price")}
