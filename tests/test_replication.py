@@ -73,3 +73,19 @@ def test_fig3_crossover_is_the_first_share_where_the_draft_wins(tmp_path):
     assert READERS["carry.fig3.crossover"]({"fig3": path}).value == pytest.approx(67.0)
     assert READERS["carry.fig3.generated_balanced_accuracy"]({"fig3": path}).value == \
         pytest.approx(52.0)
+
+
+def test_fig5_asymmetry_over_generators_and_response_models(tmp_path):
+    rows = [{"family": "it", "metric": metric, "generator": g, "response_model": r,
+             "estimate": value, "n_examples": 105}
+            for g in ("gen-a", "gen-b") for r in ("resp-1", "resp-2")
+            for metric, value in (("Q+(Cg->C*)", 0.1), ("Q-(Cg->C*)", 0.4))]
+    rows.append({"family": "existing", "metric": "Q+(Cg->C*)", "generator": "gen-a",
+                 "response_model": "resp-1", "estimate": 9.0, "n_examples": 105})
+    path = tmp_path / "stats.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    read = READERS["transfer.fig5.fail_beats_pass"]
+    assert read({"stats": path}).value is True and read({"stats": path}).n == 105
+    rows[0]["estimate"] = 0.9  # gen-a / resp-1: Q+ above Q-
+    pd.DataFrame(rows).to_csv(path, index=False)
+    assert read({"stats": path}).value is False

@@ -186,10 +186,13 @@ def _fig6_irrelevant(direction: str) -> Callable[[Outputs], RunValue]:
 
 def _fig5_asymmetry(outputs: Outputs) -> RunValue:
     stats = _csv(outputs, "stats")
-    it = stats[stats["family"] == "it"].set_index(["generator", "metric"])["estimate"]
-    generators = sorted({g for g, _ in it.index})
-    pairs = [(it.get((g, "Q-(Cg->C*)")), it.get((g, "Q+(Cg->C*)"))) for g in generators]
-    pairs = [(minus, plus) for minus, plus in pairs if minus is not None and plus is not None]
+    # one Q+ / Q- pair per generator and response model (Figure 5 and Figure A.4)
+    it = stats[stats["family"] == "it"].groupby(
+        ["generator", "response_model", "metric"])["estimate"].first()
+    arms = sorted({(g, r) for g, r, _ in it.index})
+    pairs = [(it.get((g, r, "Q-(Cg->C*)")), it.get((g, r, "Q+(Cg->C*)"))) for g, r in arms]
+    pairs = [(float(minus), float(plus)) for minus, plus in pairs
+             if minus is not None and plus is not None]
     if not pairs:
         return RunValue(None, note="no Q+ / Q- of a generated rubric")
     examples = stats[stats["family"] == "it"]["n_examples"]
