@@ -7,6 +7,10 @@
     rubriclab cache stats           entries per model
     rubriclab plan [--configfile F ...] [--config K=V ...] [--data-mirror DIR]
                                     requests, tokens, dollars and hours of a run, before it
+    rubriclab attribute VERDICTS LABELS      Shapley credit, blame and unique catches per check
+    rubriclab gate REVISION VERDICTS LABELS  each gate's decision on a proposed revision
+    rubriclab correct JUDGED LABELED         the judge's pass rate corrected for its errors
+                                    (docs/api.md, docs/tutorial.md)
 """
 
 from __future__ import annotations
@@ -65,7 +69,12 @@ def main(argv: list[str] | None = None) -> int:
 
     plan.add_arguments(commands.add_parser("plan", help="a run's requests, tokens, dollars "
                                            "and hours, before any model call"))
+    from rubriclab.methods import cli as methods_cli
+
+    methods_cli.add_commands(commands)
     args = parser.parse_args(argv)
+    if args.group in methods_cli.COMMANDS:
+        return methods_cli.run(args)
     if args.group == "plan":
         from rubriclab.plan.report import write_plan
 
