@@ -25,6 +25,7 @@ HUB_PREFIX = "hf:"
 CSV_SUFFIXES = (".csv",)
 PARQUET_SUFFIXES = (".parquet", ".pq")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
+ATTRS_KEY = "rubriclab_source"
 
 
 class InputError(ValueError):
@@ -57,13 +58,13 @@ def read_table(source: str | Path, *, name: str | None = None) -> pd.DataFrame:
     Hugging Face: ``hf:NAME[@REVISION][:SPLIT]``; NAME is a dataset on the Hub, which needs a
     pinned 40-digit commit as REVISION (rubriclab.data.hub), or a local folder laid out like
     one. SPLIT defaults to "train". The frame remembers where it came from
-    (``frame.attrs["source"]``), so that errors name it and the line of a CSV row.
+    (``frame.attrs["rubriclab_source"]``), so that errors name it and the line of a CSV row.
     """
     text = str(source)
     label = name or text
     if text.startswith(HUB_PREFIX):
         frame = _read_hub(text[len(HUB_PREFIX):], label)
-        frame.attrs["source"] = Source(label)
+        _remember(frame, Source(label))
         return frame
     path = Path(source)
     if not path.is_file():
@@ -72,12 +73,12 @@ def read_table(source: str | Path, *, name: str | None = None) -> pd.DataFrame:
     try:
         if suffix in CSV_SUFFIXES:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-            frame.attrs["source"] = Source(label, header_lines=1)
+            _remember(frame, Source(label, header_lines=1))
             return frame
         if suffix in PARQUET_SUFFIXES:
             frame = pd.read_parquet(path)
         elif suffix in JSONL_SUFFIXES:
-            frame = pd.read_json(path, lines=True, dtype=False, convert_dates=False)
+            frame = pd.read_json(path, lines=True, dtype=False)
         else:
             raise InputError(label, None, f"cannot tell the format of {path.name!r}: name a "
                                           ".csv, .parquet or .jsonl file")
@@ -85,7 +86,7 @@ def read_table(source: str | Path, *, name: str | None = None) -> pd.DataFrame:
         raise
     except (ValueError, OSError, ImportError) as exc:  # a malformed file: say which
         raise InputError(label, None, f"cannot read {path}: {exc}") from exc
-    frame.attrs["source"] = Source(label)
+    _remember(frame, Source(label))
     return frame
 
 
@@ -111,9 +112,15 @@ def _read_hub(spec: str, label: str) -> pd.DataFrame:
     return pd.DataFrame([row for _, row in rows])
 
 
+def _remember(frame: pd.DataFrame, source: Source) -> None:
+    # plain values: pandas writes attrs into parquet and JSON files
+    frame.attrs[ATTRS_KEY] = {"name": source.name, "header_lines": source.header_lines}
+
+
 def source_of(frame: pd.DataFrame, default: str) -> Source:
-    source = frame.attrs.get("source")
-    return source if isinstance(source, Source) else Source(default)
+    """Where `read_table` read the frame from, or `default` (a frame made otherwise)."""
+    remembered = frame.attrs.get(ATTRS_KEY)
+    return Source(**remembered) if isinstance(remembered, dict) else Source(default)
 
 
 def require_columns(frame: pd.DataFrame, columns: Iterable[str], table: str) -> Source:
