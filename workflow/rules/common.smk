@@ -14,6 +14,7 @@ from rubriclab.transfer.prompts import (
 from rubriclab.config import apply_env_overrides, load_yaml, validate_config
 from rubriclab.data.download import dataset_files
 from rubriclab.data.hub import check_source as check_hub_source
+from rubriclab.data.own import misspelt_datasets
 from rubriclab.llm.progress import RUN_PLAN_VARIABLE, write_run_plan
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.files import model_slug, tree_fingerprint
@@ -36,6 +37,10 @@ _given = coerce_command_line(
     apply_env_overrides(config), workflow.config_settings.config, _schema
 )
 raise_if(unknown_keys(_given, _schema), "invalid configuration")
+raise_if(
+    misspelt_datasets(_given.get("datasets"), ["summedits", "ragtruth", "healthbench"]),
+    "invalid configuration",
+)
 _validated = validate_config(_given, _schema)
 raise_if(
     model_problems(configured_models(_validated)), "model strings that cannot be called"

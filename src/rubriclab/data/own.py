@@ -21,6 +21,7 @@ Hub split), the line (or row) and the column.
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -33,6 +34,21 @@ COLUMNS = ("task", "output", "label")
 OPTIONAL_COLUMNS = ("item_id", "group", "domain")
 DEFAULT_LABELS = {"correct": ["correct"], "flawed": ["flawed"]}
 SUFFIXES = (".csv", ".jsonl", ".parquet")
+
+
+def misspelt_datasets(datasets: Mapping, registry: list[str]) -> list[str]:
+    """A line for each name under `datasets` that is not the registry's, has no title (so is
+    no dataset of your own either) and is close to a registry name: most likely a typo."""
+    problems = []
+    for name, settings in (datasets or {}).items():
+        if name in registry or (isinstance(settings, Mapping) and "title" in settings):
+            continue
+        close = difflib.get_close_matches(str(name), registry, n=1, cutoff=0.6)
+        if close:
+            problems.append(f"config key 'datasets.{name}' is not a setting; did you mean "
+                            f"'datasets.{close[0]}'? (a dataset of your own needs a title, "
+                            "docs/own_data.md)")
+    return problems
 
 
 def own_rows(settings: Mapping, key: str, base: Path | None = None
