@@ -20,4 +20,5 @@ Path(outputs.md).write_text(attribution_markdown(table, checklist.name, params.t
                             encoding="utf-8")
 record_job(outputs.provenance, [outputs.md, outputs.csv], snakemake.config, params.models,
            labels, sizes={"runs": int(table["run"].nunique()),
-                          "checks": int(table["check_id"].nunique())})
+                          "checks": int(table["check_id"].nunique())},
+           names={"dataset": params.title, "checklist": checklist.name})

@@ -17,4 +17,5 @@ plot_fig2(tables, outputs.png, outputs.pdf, judge_label=labels(params.judge),
 table = fig2_table(tables)
 table.to_csv(outputs.csv, index=False)
 record_job(outputs.provenance, [outputs.png, outputs.pdf, outputs.csv], snakemake.config,
-           params.models, labels, table)
+           params.models, labels, table,
+           names={"panels": [params.titles[name] for name in params.datasets]})
