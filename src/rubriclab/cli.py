@@ -1,4 +1,5 @@
-"""`rubriclab` command line: manage the model-call cache outside the pipeline.
+"""`rubriclab` command line: the model-call cache and a run's plan outside the pipeline, and the
+methods on your own tables.
 
     rubriclab cache export FILE     every cached answer into one .jsonl.gz file, each with the
                                     request and model fingerprint its key is computed from

@@ -47,7 +47,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                            "S and S+P)")
     gate.add_argument("--rubrics-out", type=Path, metavar="FILE",
                       help="also write the rubric each gate leaves as CSV")
-    _common(gate)
+    _common(gate, level=False)
 
     correct = commands.add_parser(
         "correct", help="the judge's pass rate corrected for its errors (Rogan-Gladen, PPI)",
@@ -67,10 +67,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     _common(correct)
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(parser: argparse.ArgumentParser, level: bool = True) -> None:
     parser.add_argument("--out", type=Path, metavar="FILE", help="also write the table as CSV")
-    parser.add_argument("--level", type=float, default=0.95,
-                        help="confidence level of the intervals (default 0.95)")
+    if level:
+        parser.add_argument("--level", type=float, default=0.95,
+                            help="confidence level of the intervals (default 0.95)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from rubriclab import methods
 
     try:
-        if not 0 < args.level < 1:
+        if hasattr(args, "level") and not 0 < args.level < 1:
             raise methods.InputError("--level", None, f"must be in (0, 1), got {args.level}")
         if args.group == "attribute":
             result = methods.attribute(methods.read_table(args.verdicts),
