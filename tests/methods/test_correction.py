@@ -119,4 +119,4 @@ def test_malformed_judged_table_exits_2_naming_the_column(tmp_path, capsys):
 def test_a_level_outside_0_1_exits_2(capsys):
     assert main(["correct", str(WORKED / "judged.csv"), str(WORKED / "labeled.csv"),
                  "--level", "95"]) == 2
-    assert "--level: table: must be in (0, 1), got 95.0" in capsys.readouterr().err
+    assert "rubriclab correct: --level: must be in (0, 1), got 95.0" in capsys.readouterr().err

@@ -34,8 +34,8 @@ class InputError(ValueError):
 
     def __init__(self, table: str, column: str | None, detail: str):
         self.table, self.column, self.detail = table, column, detail
-        where = f"column '{column}'" if column else "table"
-        super().__init__(f"{table}: {where}: {detail}")
+        where = f"column '{column}': " if column else ""
+        super().__init__(f"{table}: {where}{detail}")
 
 
 @dataclass(frozen=True)
