@@ -1,6 +1,8 @@
 """carry.checklist_attribution: a checklist's attribution table from Figure 2's verdicts, and
 carry.checklists.load_checklist_file."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,7 +11,7 @@ from rubriclab.carry.attribution import shapley_attribution
 from rubriclab.carry.checklist_attribution import attribution_markdown, checklist_attribution
 from rubriclab.carry.checklists import load_checklist_file
 
-from tests.methods.conftest import EXAMPLES
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 CHECKLIST = load_checklist_file(EXAMPLES / "own_data" / "checklist.yaml")
 

@@ -1,6 +1,7 @@
 """rubriclab.data.own: a dataset of your own, from a file or the Hub, its columns mapped."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -9,7 +10,7 @@ from rubriclab.data.errors import DataFormatError
 from rubriclab.data.own import load_own
 from rubriclab.data.prepare import REQUIRED_COLUMNS, prepare
 
-from tests.methods.conftest import EXAMPLES
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 OWN = EXAMPLES / "own_data"
 SETTINGS = {"file": str(OWN / "replies.csv"),
