@@ -59,6 +59,7 @@ def render(caption: Path, provenance: dict, **wildcards) -> str:
     ("carry_figure.rst", {"figure": "fig4_self_review_drift"}),
     ("carry_table.rst", {"table": "table4_recon_failing_checks"}),
     ("fig2_checklist_length.rst", {}),
+    ("carry_checklist_attribution.rst", {"dataset": "travel_replies"}),
     ("transfer_figure.rst", {"tfigure": "fig4_existing_approaches"}),
     ("transfer_figure.rst", {"tfigure": "fig5_interventional_transfer"}),
     ("verify_fig2.rst", {}),
@@ -74,3 +75,17 @@ def test_captions_render_the_models_of_the_run_that_made_the_output(tmp_path, ca
                   **wildcards)
     assert "Judge A" in text and "?salt" not in text
     assert record["config_digest"][:19] in text and rubriclab.__version__ in text
+
+
+def test_the_figure_2_caption_names_the_panels_the_run_recorded(tmp_path):
+    record_job(tmp_path / "p.json", ["out"], {"k": 1}, {"judge": "fake/yes"}, ModelLabels({}),
+               sizes={"runs": 1}, names={"panels": ["Travel desk replies", "SummEdits"]})
+    text = render(REPO / "workflow" / "report" / "fig2_checklist_length.rst",
+                  read_provenance(tmp_path / "p.json"))
+    assert "Panels: (a) Travel desk replies, (b) SummEdits; evaluation split." in text
+    # a record from before panels were named
+    record_job(tmp_path / "q.json", ["out"], {"k": 1}, {"judge": "fake/yes"}, ModelLabels({}),
+               sizes={"runs": 1})
+    before = render(REPO / "workflow" / "report" / "fig2_checklist_length.rst",
+                    read_provenance(tmp_path / "q.json"))
+    assert "Panel (a) SummEdits, panel (b) RAGTruth" in before

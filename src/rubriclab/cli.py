@@ -1,4 +1,5 @@
-"""`rubriclab` command line: manage the model-call cache outside the pipeline.
+"""`rubriclab` command line: the model-call cache and a run's plan outside the pipeline, and the
+methods on your own tables.
 
     rubriclab cache export FILE     every cached answer into one .jsonl.gz file, each with the
                                     request and model fingerprint its key is computed from
@@ -8,6 +9,10 @@
                                     (stats and export open the cache read-only and create none)
     rubriclab plan [--configfile F ...] [--config K=V ...] [--data-mirror DIR]
                                     requests, tokens, dollars and hours of a run, before it
+    rubriclab attribute VERDICTS LABELS      Shapley credit, blame and unique catches per check
+    rubriclab gate REVISION VERDICTS LABELS  each gate's decision on a proposed revision
+    rubriclab correct JUDGED LABELED         the judge's pass rate corrected for its errors
+                                    (docs/api.md, docs/tutorial.md)
 """
 
 from __future__ import annotations
@@ -74,10 +79,15 @@ def main(argv: list[str] | None = None) -> int:
 
     plan.add_arguments(commands.add_parser("plan", help="a run's requests, tokens, dollars "
                                            "and hours, before any model call"))
+    from rubriclab.methods import cli as methods_cli
+
+    methods_cli.add_commands(commands)
     if not (sys.argv[1:] if argv is None else argv):
         parser.print_help(sys.stderr)
         return 2
     args = parser.parse_args(argv)
+    if args.group in methods_cli.COMMANDS:
+        return methods_cli.run(args)
     if args.group == "plan":
         from rubriclab.plan.report import write_plan
 

@@ -52,15 +52,20 @@ def _model_entry(models, labels: ModelLabels):
 
 def provenance_record(config: Mapping[str, Any], outputs: Iterable[str],
                       models: Mapping[str, Any], labels: ModelLabels,
-                      sizes: Mapping[str, Any] | None = None) -> dict:
-    """The record for `outputs`: models is {role: model string, or a list or mapping of them}."""
-    return {
+                      sizes: Mapping[str, Any] | None = None,
+                      names: Mapping[str, Any] | None = None) -> dict:
+    """The record for `outputs`: models is {role: model string, or a list or mapping of them};
+    names, where given, what the output names its parts by (a dataset's title, for one)."""
+    record = {
         "outputs": [str(path) for path in outputs],
         "rubriclab_version": rubriclab.__version__,
         "config_digest": config_digest(config),
         "models": {role: _model_entry(value, labels) for role, value in models.items()},
         "sizes": dict(sizes or {}),
     }
+    if names is not None:
+        record["names"] = dict(names)
+    return record
 
 
 def write_provenance(path, record: Mapping[str, Any]) -> None:
@@ -84,11 +89,12 @@ def read_provenance(path) -> dict:
 
 def record_job(provenance_path, outputs: Iterable[str], config: Mapping[str, Any],
                models: Mapping[str, Any], labels: ModelLabels, table=None,
-               sizes: Mapping[str, Any] | None = None) -> dict:
+               sizes: Mapping[str, Any] | None = None,
+               names: Mapping[str, Any] | None = None) -> dict:
     """Write the provenance of a figure or table job beside its outputs; sizes are `sizes`
     and the counts of the plotted `table` (table_counts)."""
     record = provenance_record(config, outputs, models, labels,
                                {**(table_counts(table) if table is not None else {}),
-                                **(sizes or {})})
+                                **(sizes or {})}, names)
     write_provenance(provenance_path, record)
     return record

@@ -105,3 +105,18 @@ def test_equal_values_of_two_series_show_as_rings_of_different_sizes(capture_fig
     assert len(series) == 3 and len(rings) == 2
     assert len({line.get_markersize() for line in at_point}) == 3
     assert all(line.get_markerfacecolor() == "none" for line in at_point)
+
+
+def test_a_dataset_of_your_own_is_named_by_its_title_and_words(tmp_path, capture_figures):
+    from tests.figure_labels import visible_texts
+
+    own = {"travel_replies": mean_table(1, 3.0).assign(dataset="travel_replies")}
+    plot_fig2(own, tmp_path / "f.png", tmp_path / "f.pdf", judge_label="my judge",
+              titles={"travel_replies": "Travel desk replies"},
+              words={"travel_replies": {"correct": "good", "flawed": "bad", "items": "replies"}})
+    texts = visible_texts(capture_figures[-1])
+    assert "(a) Travel desk replies: 50 good, 49 bad" in texts
+    assert "good replies passed (one call per check)" in texts
+    assert "percent of replies" in texts
+    assert any(t.startswith("Checklists of increasing length: my judge judge") for t in texts)
+    assert not any("travel_replies" in t or "SummEdits" in t or "Generic" in t for t in texts)

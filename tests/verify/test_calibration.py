@@ -260,3 +260,16 @@ def test_corrected_rate_needs_both_label_classes_and_a_known_method():
         corrected_pass_rate(30, 40, POST_CONFUSION, method="delta")
     with pytest.raises(ValueError, match="k_judged_pass"):
         corrected_pass_rate(41, 40, POST_CONFUSION)
+
+
+def test_ppi_of_a_labelled_sample_apart_from_the_judged_set():
+    # every judged item is unlabelled: the judge's 300 of 400 plus mean(human - judge) on the
+    # 50 labelled, (1 - 4) / 50
+    result = ppi_pass_rate(*POST_JUDGED, POST_CONFUSION, labelled_in_judged=False)
+    assert (result.k_unlabelled, result.n_unlabelled) == (300, 400)
+    assert result.estimate == pytest.approx(300 / 400 - 3 / 50)
+    f_u, rect = 300 / 400, -3 / 50
+    half = 1.959963984540054 * math.sqrt(f_u * (1 - f_u) / 400 + (5 / 50 - rect ** 2) / 50)
+    assert result.interval == pytest.approx((result.estimate - half, result.estimate + half))
+    with pytest.raises(ValueError, match="at least one labelled item"):
+        ppi_pass_rate(30, 40, Confusion(0, 0, 0, 0), labelled_in_judged=False)

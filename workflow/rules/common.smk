@@ -14,6 +14,7 @@ from rubriclab.transfer.prompts import (
 from rubriclab.config import apply_env_overrides, load_yaml, validate_config
 from rubriclab.data.download import dataset_files
 from rubriclab.data.hub import check_source as check_hub_source
+from rubriclab.data.own import misspelt_datasets
 from rubriclab.llm.progress import RUN_PLAN_VARIABLE, write_run_plan
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.files import model_slug, tree_fingerprint
@@ -29,7 +30,7 @@ from rubriclab.validate import (
     raise_if,
     unknown_keys,
 )
-from rubriclab.labels import ModelLabels
+from rubriclab.labels import DATASET_TITLES, ModelLabels
 from rubriclab.provenance import read_provenance
 
 _schema = load_yaml(workflow.source_path("../schemas/config.schema.yaml"))
@@ -38,6 +39,10 @@ _given = coerce_command_line(
     apply_env_overrides(config), workflow.config_settings.config, _schema
 )
 raise_if(unknown_keys(_given, _schema), "invalid configuration")
+raise_if(
+    misspelt_datasets(_given.get("datasets"), ["summedits", "ragtruth", "healthbench"]),
+    "invalid configuration",
+)
 _validated = validate_config(_given, _schema)
 raise_if(
     model_problems(configured_models(_validated)), "model strings that cannot be called"
@@ -59,6 +64,9 @@ if _BASE_RUN and workflow.is_main_process and not os.environ.get(EVALUATE_IN_VAR
     )
 config.clear()
 config.update(_validated)
+# Relative paths of your own data (datasets.<name>.file, .checklist) are the launching
+# directory's, also in a named run, which works in runs/<name>/.
+LAUNCH_DIR = os.getcwd()
 if RUN_DIR:
 
     workdir: RUN_DIR
@@ -69,6 +77,69 @@ DATASETS = [
     "ragtruth",
 ]  # human-labelled: items with correct / flawed labels
 RAW_DATASETS = DATASETS + ["healthbench"]
+# Datasets of your own (docs/own_data.md): every other name under `datasets`.
+OWN_DATASETS = [name for name in config["datasets"] if name not in RAW_DATASETS]
+for _name in OWN_DATASETS:
+    if bool(config["datasets"][_name]["file"]) == bool(
+        config["datasets"][_name]["hub"]
+    ):
+        raise ValueError(
+            f"config key 'datasets.{_name}': a dataset of your own reads its rows from "
+            "'file' or from 'hub', one of the two"
+        )
+FIG2_DATASETS = config["carry"]["fig2"]["datasets"]
+_unknown = [name for name in FIG2_DATASETS if name not in DATASETS + OWN_DATASETS]
+if _unknown:
+    raise ValueError(
+        f"config key 'carry.fig2.datasets': {_unknown} are neither summedits, ragtruth nor "
+        f"a dataset of your own under 'datasets' ({OWN_DATASETS or 'none'})"
+    )
+
+
+def one_of(names):
+    """A wildcard constraint matching exactly `names` (nothing when there are none)."""
+    return "|".join(re.escape(name) for name in names) or "(?!)"
+
+
+def own_path(dataset, key):
+    path = config["datasets"][dataset][key]
+    return path if os.path.isabs(path) else os.path.join(LAUNCH_DIR, path)
+
+
+def own_files(wildcards):
+    """The file a dataset of your own reads its rows from (none when it reads the Hub)."""
+    return (
+        [own_path(wildcards.dataset, "file")]
+        if config["datasets"][wildcards.dataset]["file"]
+        else []
+    )
+
+
+def fig2_checklist(wildcards):
+    """The checklist Figure 2 judges a dataset with: the generic one, or your own."""
+    kind = "own" if wildcards.dataset in OWN_DATASETS else "generic"
+    return f"results/carry/rubrics/{kind}/{wildcards.dataset}.json"
+
+
+def dataset_title(dataset):
+    if dataset in OWN_DATASETS:
+        return config["datasets"][dataset]["title"]
+    return DATASET_TITLES.get(dataset, dataset)
+
+
+def own_data_targets():
+    """Figure 2 and the attribution table of each dataset of your own that Figure 2 shows."""
+    own = [name for name in FIG2_DATASETS if name in OWN_DATASETS]
+    if not own:
+        return []
+    return [
+        *expand("figures/carry/fig2_checklist_length.{ext}", ext=["png", "pdf", "csv"]),
+        *expand(
+            "figures/carry/attribution_{dataset}.{ext}", dataset=own, ext=["md", "csv"]
+        ),
+    ]
+
+
 JUDGE = config["models"]["judge"]
 AGENT = config["models"]["agent"]
 # The generic checklists ship with the package; as an input, an edit to them reruns what follows.
@@ -233,6 +304,7 @@ def all_targets():
         *transfer_targets(),
         *expand("figures/verify/fig2_calibration.{ext}", ext=["png", "pdf"]),
         *expand("figures/verify/table_calibration.{ext}", ext=["md", "csv"]),
+        *own_data_targets(),
         "figures/data_summary.md",
         "figures/cost_report.md",
         "figures/replication.md",

@@ -40,6 +40,26 @@ rule prepare_dataset:
         "../scripts/prepare_dataset.py"
 
 
+# A dataset of your own (docs/own_data.md): rows from its file (or the Hub), columns mapped.
+rule prepare_own_dataset:
+    input:
+        own_files,
+    output:
+        table="data/prepared/{dataset}.csv",
+        left_out="data/prepared/{dataset}_left_out.csv",
+        manifest="data/prepared/{dataset}_manifest.json",
+    log:
+        "logs/prepare_dataset/{dataset}.log",
+    wildcard_constraints:
+        dataset=one_of(OWN_DATASETS),
+    conda:
+        "../envs/rubriclab.yaml"
+    params:
+        settings=lambda wc: config["datasets"][wc.dataset],
+    script:
+        "../scripts/prepare_own_dataset.py"
+
+
 rule prepare_healthbench:
     input:
         item_files=healthbench_files("item_files"),

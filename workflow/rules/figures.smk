@@ -10,7 +10,7 @@ rule carry_fig2_rates:
     log:
         "logs/carry_fig2_rates/{dataset}.log",
     wildcard_constraints:
-        dataset="|".join(DATASETS),
+        dataset=one_of(DATASETS + OWN_DATASETS),
     conda:
         "../envs/rubriclab.yaml"
     params:
@@ -46,12 +46,60 @@ rule carry_fig2_plot:
         "../envs/rubriclab.yaml"
     params:
         datasets=config["carry"]["fig2"]["datasets"],
+        titles={name: dataset_title(name) for name in FIG2_DATASETS},
+        words={
+            name: config["datasets"][name]["words"] or {}
+            for name in FIG2_DATASETS
+            if name in OWN_DATASETS
+        },
         judge=JUDGE,
         models={"judge": JUDGE},
         labels=labels_of({"judge": JUDGE}),
         provenance=recorded_provenance,
     script:
         "../scripts/carry_fig2_plot.py"
+
+
+# The attribution table of the checklist Figure 2 judges a dataset with (docs/own_data.md).
+rule carry_checklist_attribution:
+    input:
+        verdicts="results/carry/fig2/{dataset}/verdicts.csv",
+        checklist=fig2_checklist,
+    output:
+        md=report(
+            "figures/carry/attribution_{dataset}.md",
+            caption="../report/carry_checklist_attribution.rst",
+            category="carry",
+            subcategory="attribution of a checklist",
+        ),
+        csv="figures/carry/attribution_{dataset}.csv",
+        provenance="figures/carry/attribution_{dataset}.provenance.json",
+    log:
+        "logs/carry_checklist_attribution/{dataset}.log",
+    wildcard_constraints:
+        dataset=one_of(DATASETS + OWN_DATASETS),
+    conda:
+        "../envs/rubriclab.yaml"
+    params:
+        title=lambda wc: dataset_title(wc.dataset),
+        words=lambda wc: (
+            config["datasets"][wc.dataset]["words"] or {}
+            if wc.dataset in OWN_DATASETS
+            else {}
+        ),
+        judge=JUDGE,
+        models={"judge": JUDGE},
+        labels=labels_of({"judge": JUDGE}),
+        code=CARRY_CODE,
+        provenance=recorded_provenance,
+    script:
+        "../scripts/carry_checklist_attribution.py"
+
+
+# Figure 2 and the attribution tables of your own datasets (docs/own_data.md).
+rule own_data:
+    input:
+        own_data_targets(),
 
 
 rule cost_report:

@@ -5,7 +5,7 @@
 rule carry_fig2_judge:
     input:
         table="data/prepared/{dataset}.csv",
-        checklist="results/carry/rubrics/generic/{dataset}.json",
+        checklist=fig2_checklist,
     output:
         verdicts="results/carry/fig2/{dataset}/verdicts.csv",
         ledger="results/ledger/carry_fig2_judge-{dataset}.jsonl",
@@ -14,7 +14,7 @@ rule carry_fig2_judge:
     benchmark:
         "results/benchmarks/carry_fig2_judge/{dataset}.tsv"
     wildcard_constraints:
-        dataset="|".join(DATASETS),
+        dataset=one_of(DATASETS + OWN_DATASETS),
     # Before verify_judge_labels, which then finds these items' calls in the cache.
     priority: 10
     conda:

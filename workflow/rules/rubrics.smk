@@ -14,3 +14,19 @@ rule generic_checklist:
         "../envs/rubriclab.yaml"
     script:
         "../scripts/generic_checklist.py"
+
+
+# A checklist of your own (datasets.<name>.checklist): its checks, ids and order as written.
+rule own_checklist:
+    input:
+        lambda wc: own_path(wc.dataset, "checklist"),
+    output:
+        "results/carry/rubrics/own/{dataset}.json",
+    log:
+        "logs/own_checklist/{dataset}.log",
+    wildcard_constraints:
+        dataset=one_of(OWN_DATASETS),
+    conda:
+        "../envs/rubriclab.yaml"
+    script:
+        "../scripts/own_checklist.py"

@@ -12,8 +12,10 @@ tables = {
     dataset: pd.read_csv(path).assign(dataset=dataset)
     for dataset, path in zip(params.datasets, snakemake.input, strict=True)
 }
-plot_fig2(tables, outputs.png, outputs.pdf, judge_label=labels(params.judge))
+plot_fig2(tables, outputs.png, outputs.pdf, judge_label=labels(params.judge),
+          titles=params.titles, words=params.words)
 table = fig2_table(tables)
 table.to_csv(outputs.csv, index=False)
 record_job(outputs.provenance, [outputs.png, outputs.pdf, outputs.csv], snakemake.config,
-           params.models, labels, table)
+           params.models, labels, table,
+           names={"panels": [params.titles[name] for name in params.datasets]})

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 GENERIC_RESOURCE = ("resources", "checklists", "generic.yaml")
+OWN_ORIGIN = "own"
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,32 @@ def load_generic_checklist(dataset: str) -> Checklist:
     return _checklist_from_entry(dataset, document[dataset])
 
 
+def load_checklist_file(path: str | Path, name: str | None = None) -> Checklist:
+    """A checklist of your own from a YAML file::
+
+        name: Travel desk replies          # optional; default the file's stem
+        task_description: A customer asked to change a booking; ...
+        origin: own                        # optional; the origin of every check
+        checks:
+          - {id: confirms_new_date, text: Confirms the new travel date the customer asked for.}
+
+    Check ids are the names the figures and tables show. Errors name the file.
+    """
+    path = Path(path)
+    try:
+        entry = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"checklist file {path}: {exc}") from exc
+    if not isinstance(entry, dict):
+        raise ValueError(f"checklist file {path}: expected a mapping with task_description and "
+                         "checks")
+    entry = {"origin": OWN_ORIGIN, **entry}
+    label = name or str(entry.get("name") or path.stem)
+    checklist = _checklist_from_entry(label, entry, f"checklist file {path}")
+    return Checklist(name=label, checks=checklist.checks,
+                     task_description=checklist.task_description)
+
+
 def _read_generic_yaml() -> dict[str, Any]:
     path = resources.files("rubriclab")
     for part in GENERIC_RESOURCE:
@@ -72,22 +100,24 @@ def _read_generic_yaml() -> dict[str, Any]:
     return document
 
 
-def _checklist_from_entry(dataset: str, entry: Any) -> Checklist:
+def _checklist_from_entry(dataset: str, entry: Any, what: str | None = None) -> Checklist:
+    """The checklist of a generic.yaml entry (or of a file: `what` names it in errors)."""
+    what = what or f"generic checklist {dataset!r}"
     if not isinstance(entry, dict):
-        raise ValueError(f"generic checklist {dataset!r} must be a mapping")
-    task_description = _required_text(entry, "task_description", f"generic checklist {dataset!r}")
-    origin = _required_text(entry, "origin", f"generic checklist {dataset!r}")
+        raise ValueError(f"{what} must be a mapping")
+    task_description = _required_text(entry, "task_description", what)
+    origin = _required_text(entry, "origin", what)
     raw_checks = entry.get("checks")
     if not isinstance(raw_checks, list) or not raw_checks:
-        raise ValueError(f"generic checklist {dataset!r} needs a non-empty list 'checks'")
+        raise ValueError(f"{what} needs a non-empty list 'checks'")
     checks = tuple(
-        _check_from_entry(dataset, index, raw, origin) for index, raw in enumerate(raw_checks)
+        _check_from_entry(what, index, raw, origin) for index, raw in enumerate(raw_checks)
     )
     return Checklist(name=f"generic-{dataset}", checks=checks, task_description=task_description)
 
 
-def _check_from_entry(dataset: str, index: int, raw: Any, origin: str) -> Check:
-    where = f"generic checklist {dataset!r}, check index {index}"
+def _check_from_entry(what: str, index: int, raw: Any, origin: str) -> Check:
+    where = f"{what}, check index {index}"
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: expected a mapping with 'id' and 'text', got {raw!r}")
     return Check(

@@ -7,6 +7,7 @@ flawed outputs caught, for the per-check rendering (solid) and the paragraph ren
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -49,24 +50,30 @@ def fig2_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return combined[FIG2_COLUMNS].reset_index(drop=True)
 
 
-def plot_fig2(tables: dict[str, pd.DataFrame], png: Path, pdf: Path, judge_label: str) -> None:
+def plot_fig2(tables: dict[str, pd.DataFrame], png: Path, pdf: Path, judge_label: str,
+              titles: Mapping[str, str] | None = None,
+              words: Mapping[str, Mapping[str, str]] | None = None) -> None:
     """Draw one panel per dataset and save the figure as PNG and PDF. Each panel names its
     labels in its paper's words (consistent / inconsistent summaries, faithful / hallucinated
-    responses) and its item counts."""
+    responses) and its item counts. `titles` and `words` name a dataset of your own (its
+    panel title; its {"correct", "flawed", "items"} words), over the papers' names."""
+    titles, words_of = {**DATASET_TITLES, **(titles or {})}, dict(words or {})
     table = fig2_table(tables)
     datasets = list(dict.fromkeys(table["dataset"]))
     fig, axes = plt.subplots(1, len(datasets), figsize=(5.6 * len(datasets), 5.4), squeeze=False)
     try:
         for index, (ax, dataset) in enumerate(zip(axes[0], datasets)):
             rows = table[table["dataset"] == dataset]
-            words = label_words(dataset)
-            title = (f"({chr(ord('a') + index)}) {DATASET_TITLES.get(dataset, dataset)}: "
+            words = {**label_words(dataset), **words_of.get(dataset, {})}
+            title = (f"({chr(ord('a') + index)}) {titles.get(dataset, dataset)}: "
                      f"{int(rows['n_correct'].max())} {words['correct']}, "
                      f"{int(rows['n_flawed'].max())} {words['flawed']}")
             _draw_panel(ax, rows, title, words)
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, fontsize=8,
                       frameon=False)
-        fig.suptitle(f"Generic checklists of increasing length: {judge_label} judge, "
+        # a checklist of your own is not one of the papers' generic ones
+        kind = "Generic checklists" if set(datasets) <= set(DATASET_TITLES) else "Checklists"
+        fig.suptitle(f"{kind} of increasing length: {judge_label} judge, "
                      f"{_runs_phrase(table['runs'])}", fontsize=11)
         fig.tight_layout()
         for path in (Path(png), Path(pdf)):

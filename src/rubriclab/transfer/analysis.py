@@ -27,17 +27,12 @@ import pandas as pd
 
 from rubriclab.stats.bootstrap import difference, paired_bootstrap
 from rubriclab.transfer import baselines, edits, metrics
+from rubriclab.transfer.metrics import Q_METRICS
 from rubriclab.transfer.pipeline import (
     EXPERT, UNDETERMINED, degraded_id, intervention_id, original_id, physician_id,
     verdict_vectors,
 )
 
-Q_METRICS = {  # metric -> (target, measured, direction)
-    "Q+(Cg->C*)": ("generated", "expert", "+"),
-    "Q-(Cg->C*)": ("generated", "expert", "-"),
-    "Q+(C*->Cg)": ("expert", "generated", "+"),
-    "Q-(C*->Cg)": ("expert", "generated", "-"),
-}
 STATS_COLUMNS = ["family", "metric", "generator", "generator_b", "response_model", "panel",
                  "framing", "estimate", "low", "high", "n_used", "B", "n_examples"]
 

@@ -37,6 +37,14 @@ RECORD_COLUMNS = ["numerator", "denominator"]
 MOVEMENT_CATEGORIES = ("irrelevant", "matched", "general")
 REDUNDANCY_CATEGORIES = ("none", "one", "several")
 
+# The four Q metrics: name -> (target rubric, measured rubric, direction).
+Q_METRICS = {
+    "Q+(Cg->C*)": ("generated", "expert", "+"),
+    "Q-(Cg->C*)": ("generated", "expert", "-"),
+    "Q+(C*->Cg)": ("expert", "generated", "+"),
+    "Q-(C*->Cg)": ("expert", "generated", "-"),
+}
+
 # Figure 3: (target rubric, direction) -> the downstream task its Q measures.
 FIGURE3_TASKS = {
     ("generated", "+"): "training target",           # Q+(C^g -> C^*)

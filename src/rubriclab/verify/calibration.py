@@ -487,14 +487,25 @@ class PPIRate:
 
 
 def ppi_pass_rate(k_judged_pass: int, n_judged: int, confusion: Confusion, *,
-                  level: float = 0.95, power_tuned: bool = False) -> PPIRate:
-    """PPI for a labelled slice that is a random subset of the judged set (as in the post).
+                  level: float = 0.95, power_tuned: bool = False,
+                  labelled_in_judged: bool = True) -> PPIRate:
+    """PPI for a labelled slice that is a random subset of the judged set (as in the post),
+    or, with labelled_in_judged=False, a random sample of the same population apart from it.
 
     The judge passed k_judged_pass of the n_judged items, the labelled ones included; the
     unlabelled items are the other n_judged - m, with k_judged_pass - (tp + fp) judge passes.
+    Apart from it, every judged item is unlabelled.
     """
     _check_judged(k_judged_pass, n_judged)
     m = confusion.n
+    if not labelled_in_judged:
+        if m == 0:
+            raise ValueError("PPI needs at least one labelled item")
+        result = prevalence.ppi(k_judged_pass, n_judged, confusion.tp, confusion.fn,
+                                confusion.fp, confusion.tn, level=level,
+                                power_tuned=power_tuned)
+        return PPIRate(k_judged_pass, n_judged, confusion, float(result.estimate),
+                       (float(result.low), float(result.high)), level, power_tuned)
     judge_passes_labelled = confusion.tp + confusion.fp
     k_u, n_u = k_judged_pass - judge_passes_labelled, n_judged - m
     if m == 0 or n_u < 1 or not 0 <= k_u <= n_u:
