@@ -186,6 +186,9 @@ class LLMClient:
             self.backends.check_api_key(model)
             check_batch_settings(model, self.config.settings_for(model), f"model {model!r}")
             self._check_budget_guards(model)
+            if any(self.config.batch_for(model, requests[i].role or self.role) for i in misses
+                   if requests[i].model == model):
+                self.batches.check_credentials(model)
         batched: dict[str, list[int]] = defaultdict(list)
         for i in misses:
             if self.config.batch_for(requests[i].model, requests[i].role or self.role):
