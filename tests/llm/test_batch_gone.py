@@ -74,3 +74,25 @@ def test_a_batch_the_provider_no_longer_knows_is_marked_gone_and_follows_batch_f
             again = client.run(questions(provider, range(4)))
         assert all(a.outcome == "ok" and a.batch for a in again)
         assert api.calls["create"] == 2
+
+
+def test_an_openai_batch_whose_error_file_is_gone_keeps_the_answers_of_its_output_file(
+        tmp_path, server, monkeypatch):
+    api = server.batch_apis["openai"]
+    api.outcome = "expired"  # the first half answered (output file), the rest in the error file
+    original = api.get
+
+    def get(path, headers=None):
+        error_files = {b["error_file_id"] for b in api.batches.values()}
+        if any(f and f"/files/{f}/content" in path for f in error_files):
+            return 404, {"error": {"message": "no such file", "type": "not_found_error"}}
+        return original(path, headers)
+
+    monkeypatch.setattr(api, "get", get)
+    with LLMClient(config(tmp_path / "cache", server.url, "openai")) as client:
+        answers = client.run(questions("openai", range(4)))
+    assert [a.outcome for a in answers] == ["ok"] * 4
+    assert [a.batch for a in answers] == [True, True, False, False]
+    assert paid(server, "openai") == 4  # 2 batch rows, 2 ordinary calls
+    (stored,) = stored_jobs(tmp_path / "cache")
+    assert stored.status == "expired"

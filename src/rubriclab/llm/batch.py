@@ -182,6 +182,9 @@ class BatchStore:
     def take_answers(self, model: str, keys: list[str]) -> dict[str, BatchOutcome]:
         """The kept answers of `keys` (removed from the store: the caller caches them)."""
         taken: dict[str, BatchOutcome] = {}
+        if self._db.execute("SELECT 1 FROM batch_answers WHERE model = ? LIMIT 1",
+                            (model,)).fetchone() is None:
+            return taken  # the usual case: no write lock taken
         self._db.execute("BEGIN IMMEDIATE")
         try:
             for k in keys:
@@ -694,14 +697,25 @@ class OpenAIBatchAPI:
     async def results(self, job: BatchJob, batch: ProviderBatch, settings: ModelSettings,
                       retrying: Retrying) -> dict[str, BatchOutcome]:
         outcomes: dict[str, BatchOutcome] = {}
+        gone: list[Exception] = []
         for file_id in (getattr(batch.handle, "output_file_id", None),
                         getattr(batch.handle, "error_file_id", None)):
             if not file_id:
                 continue
-            text = await retrying(settings, "download", lambda: _litellm_file_text(
-                "openai", file_id, settings))
+            try:
+                text = await retrying(settings, "download", lambda: _litellm_file_text(
+                    "openai", file_id, settings))
+            except Exception as exc:  # noqa: BLE001 - one file gone: the other's answers hold
+                if not is_not_found(exc):
+                    raise
+                log.warning("[batch %s] file %s is gone (%s)", job.batch_id, file_id,
+                            type(exc).__name__)
+                gone.append(exc)
+                continue
             for result in parse_lines(job, f"file {file_id}", text):
                 outcomes[result.get("custom_id")] = _openai_outcome(job, result, settings)
+        if gone and not outcomes:
+            raise gone[0]  # every result is gone: the batch is
         return outcomes
 
 
