@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -41,6 +42,10 @@ _MISSING_CREDENTIALS = re.compile(
     re.IGNORECASE)
 # Sent as the key of a server that needs none (`placeholder_api_key`): never a real key.
 PLACEHOLDER_API_KEY = "placeholder-no-key-needed"
+# Where the key of each provider whose batch API rubriclab drives is read from, in litellm's
+# order (the variables litellm.validate_environment names for its models).
+PROVIDER_KEY_VARIABLES = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),
+                          "gemini": ("GOOGLE_API_KEY", "GEMINI_API_KEY")}
 
 
 class EmptyAnswer(RuntimeError):
@@ -74,6 +79,27 @@ class AnswerCutOff(RuntimeError):
         super().__init__(f"model {model!r} used its whole budget of {max_tokens} completion "
                          f"tokens (finish_reason 'length', {shown})")
         self.answer = answer
+
+
+def placeholder_key(settings: ModelSettings) -> str | None:
+    """The key every call to a server that needs none sends (`placeholder_api_key`), so that
+    no client falls back on the environment's real key; None for any other server."""
+    return PLACEHOLDER_API_KEY if settings.placeholder_api_key else None
+
+
+def api_key_to_send(provider: str, settings: ModelSettings) -> str | None:
+    """The key a call that names it itself sends (the batch calls; an ordinary call leaves the
+    environment's to litellm, by the same rule): the placeholder for a server that needs none,
+    never the environment's key; else the provider's key from the environment, None where it
+    is not set."""
+    placeholder = placeholder_key(settings)
+    if placeholder is not None:
+        return placeholder
+    for name in PROVIDER_KEY_VARIABLES.get(provider, ()):
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
 
 
 def _names(exc: BaseException) -> set[str]:
@@ -266,10 +292,10 @@ class Backends:
             kwargs["stop"] = list(request.stop)
         if settings.api_base:
             kwargs["api_base"] = settings.api_base
-        if settings.placeholder_api_key:
+        if placeholder_key(settings) is not None:
             # A server that needs no key still gets one from the client (litellm's OpenAI
             # client refuses to send none); never the environment's real key.
-            kwargs["api_key"] = PLACEHOLDER_API_KEY
+            kwargs["api_key"] = placeholder_key(settings)
         if request.model.startswith("local/"):
             # One llama.cpp context per process; the call runs in a worker thread.
             grammar = get_format(request.response_format).gbnf_grammar

@@ -9,7 +9,19 @@ once the provider names it, so a killed or restarted job polls the batch it alre
 instead of submitting another. A job killed between the provider creating the batch and the id
 being stored finds it among the provider's recent batches: by the key in the batch's metadata
 (OpenAI) or display name (Gemini); Anthropic's batches carry neither (see `batch_anthropic`).
-A batch the provider no longer knows (404) counts as ended without answers.
+
+A request a stored batch holds that has not ended is never sent again before that batch is
+collected, whatever else the run asks: a rerun with other misses (a config edit, a neighbour
+that answered some, a run that gave up waiting) collects each stored batch its misses overlap,
+and only the misses no stored batch holds go into a new one. The answers such a batch gives to
+requests the run no longer asks are kept in the store and serve them when a later run does.
+A batch the provider no longer knows (404 on its poll or on its results) is marked "gone" and
+its requests follow `batch_fallback`.
+
+Credentials follow the rule of ordinary calls (`backends.api_key_to_send`): a server that needs
+no key (`placeholder_api_key`) gets the placeholder, never the environment's key, on every
+batch call; a batched model whose key is missing stops before the first call
+(`BatchRunner.check_credentials`).
 
 This module only submits, polls and reads results; `LLMClient` parses each answer with its
 request's format, caches and records it, and asks the requests a batch did not answer as
@@ -25,11 +37,12 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from .backends import RawAnswer, is_retryable, prompt_cache_tokens
+from .backends import (PROVIDER_KEY_VARIABLES, MissingAPIKey, RawAnswer, api_key_to_send,
+                       is_retryable, prompt_cache_tokens)
 from .budget import BudgetExceeded
 from .cache import open_wal_database
 from .litellm_import import import_litellm
@@ -47,8 +60,9 @@ log = logging.getLogger("rubriclab.llm.batch")
 ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
 DONE = "completed"
-# Ended without answering all; "gone": the provider no longer knows the batch (404).
-UNFINISHED = frozenset({"failed", "expired", "cancelled", "gone"})
+# Ended without answering all; "gone": the provider no longer knows the batch (404); "lost":
+# stored as being submitted by a job that was killed, and not found at the provider.
+UNFINISHED = frozenset({"failed", "expired", "cancelled", "gone", "lost"})
 METADATA_KEY = "rubriclab_job"
 
 _SCHEMA = """
@@ -69,6 +83,18 @@ CREATE TABLE IF NOT EXISTS batch_requests (
     job_key TEXT NOT NULL,
     request_key TEXT NOT NULL,
     PRIMARY KEY (job_key, request_key)
+)
+"""
+# Answers a collected batch gave to requests the run that collected it did not ask (paid for,
+# so kept): a later run that misses one of them takes it from here.
+_ANSWERS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS batch_answers (
+    request_key TEXT NOT NULL,
+    model TEXT NOT NULL,
+    job_key TEXT NOT NULL,
+    batch_id TEXT,
+    answer TEXT NOT NULL,
+    PRIMARY KEY (request_key, model)
 )
 """
 # Of a provider's limit on one batch's input, what a batch here fills at most (the rest is room
@@ -107,6 +133,7 @@ class BatchStore:
         self.path = Path(path)
         self._db = open_wal_database(self.path, _SCHEMA)
         self._db.execute(_REQUESTS_SCHEMA)
+        self._db.execute(_ANSWERS_SCHEMA)
 
     def close(self) -> None:
         self._db.close()
@@ -135,6 +162,44 @@ class BatchStore:
         self._db.executemany("INSERT OR IGNORE INTO batch_requests VALUES (?, ?)",
                              [(key, k) for k in request_keys])
         self._db.execute("COMMIT")
+
+    def requests_of(self, key: str) -> set[str]:
+        return {k for (k,) in self._db.execute(
+            "SELECT request_key FROM batch_requests WHERE job_key = ?", (key,))}
+
+    def save_answers(self, job: BatchJob, answers: dict[str, RawAnswer]) -> None:
+        self._db.execute("BEGIN")
+        try:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO batch_answers VALUES (?, ?, ?, ?, ?)",
+                [(k, job.model, job.job_key, job.batch_id, json.dumps(asdict(answer)))
+                 for k, answer in answers.items()])
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def take_answers(self, model: str, keys: list[str]) -> dict[str, BatchOutcome]:
+        """The kept answers of `keys` (removed from the store: the caller caches them)."""
+        taken: dict[str, BatchOutcome] = {}
+        if self._db.execute("SELECT 1 FROM batch_answers WHERE model = ? LIMIT 1",
+                            (model,)).fetchone() is None:
+            return taken  # the usual case: no write lock taken
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for k in keys:
+                row = self._db.execute("SELECT batch_id, answer FROM batch_answers WHERE"
+                                       " request_key = ? AND model = ?", (k, model)).fetchone()
+                if row is None:
+                    continue
+                taken[k] = BatchOutcome(RawAnswer(**json.loads(row[1])), batch_id=row[0])
+                self._db.execute("DELETE FROM batch_answers WHERE request_key = ? AND model = ?",
+                                 (k, model))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        return taken
 
     def open_jobs(self, model: str) -> dict[str, set[str]]:
         """Request keys of this model's jobs that may still answer (submitting, or submitted
@@ -248,24 +313,49 @@ class BatchRunner:
         the messages to send for a key, where they differ from the request's own (prompt-cache
         marks); the key stays the request's.
 
-        Requests a stored job of an earlier run holds go to that job; the others are split
-        into batches within the provider's limits (requests and bytes per batch)."""
+        Requests a stored batch of an earlier run answered without being asked are served its
+        answers; those a stored batch that may still answer holds go to that batch (collected
+        first, whichever other requests it holds); the others are split into new batches
+        within the provider's limits (requests and bytes per batch)."""
         messages = messages or {}
         api = api_for(model)
-        outcomes: dict[str, BatchOutcome] = {}
-        for part in await asyncio.gather(*(self._run_one(api, model, group, messages)
-                                           for group in self._groups(api, model, requests,
-                                                                     messages))):
+        self.check_credentials(model)
+        outcomes = self.store.take_answers(model, list(requests))
+        if outcomes:
+            log.info("%s: %d requests answered by batches collected before", model,
+                     len(outcomes))
+        left = {k: r for k, r in requests.items() if k not in outcomes}
+        for part in await asyncio.gather(*(self._run_one(api, model, group, messages, stored)
+                                           for stored, group in self._groups(api, model, left,
+                                                                             messages))):
             outcomes.update(part)
         return outcomes
 
+    def check_credentials(self, model: str) -> None:
+        """Raise MissingAPIKey, naming the variable, where a batched model's batch calls
+        would have no key to send: before any call (`check_api_key: false` does not skip it,
+        since every batch call sends the key itself)."""
+        settings = self.config.settings_for(model)
+        provider = provider_of(model)
+        if api_key_to_send(provider, settings) is None:
+            names = " or ".join(PROVIDER_KEY_VARIABLES.get(provider, ())) or "its key"
+            raise MissingAPIKey(
+                f"model {model!r} has batch: true, and its batch calls need the environment "
+                f"variable {names}; set it before running (keys are read from the "
+                "environment, never from config), or set placeholder_api_key: true for a "
+                "server that needs no key")
+
     def _groups(self, api: BatchAPI, model: str, requests: dict[str, Request],
-                messages: dict[str, list[dict[str, Any]]]) -> list[dict[str, Request]]:
+                messages: dict[str, list[dict[str, Any]]]
+                ) -> list[tuple[str | None, dict[str, Request]]]:
+        """(stored job key, requests) for each stored job that holds some of `requests`,
+        then (None, requests) for each new batch of the rest."""
         left = dict(requests)
-        groups = []
-        for request_keys in self.store.open_jobs(model).values():
-            if request_keys and request_keys <= left.keys():
-                groups.append({k: left.pop(k) for k in sorted(request_keys)})
+        groups: list[tuple[str | None, dict[str, Request]]] = []
+        for stored, request_keys in self.store.open_jobs(model).items():
+            held = sorted(request_keys & left.keys())
+            if held:
+                groups.append((stored, {k: left.pop(k) for k in held}))
         most = getattr(api, "MAX_REQUESTS", None) or len(left) or 1
         room = FILL * (getattr(api, "MAX_BYTES", None) or float("inf"))
         group: dict[str, Request] = {}
@@ -274,18 +364,20 @@ class BatchRunner:
             # The request's text, as JSON, stands for its row's size.
             chars = len(json.dumps(messages.get(k) or request.message_dicts())) + 512
             if group and (len(group) >= most or size + chars > room):
-                groups.append(group)
+                groups.append((None, group))
                 group, size = {}, 0
             group[k] = request
             size += chars
         if group:
-            groups.append(group)
+            groups.append((None, group))
         return groups
 
     async def _run_one(self, api: BatchAPI, model: str, requests: dict[str, Request],
-                       messages: dict[str, list[dict[str, Any]]]) -> dict[str, BatchOutcome]:
+                       messages: dict[str, list[dict[str, Any]]], stored: str | None = None
+                       ) -> dict[str, BatchOutcome]:
+        """`stored`: the key of the stored job that holds these requests (and maybe others)."""
         settings = self.config.settings_for(model)
-        key = job_key(model, list(requests))
+        key = stored or job_key(model, list(requests))
         releases: list[Callable[[], None]] = []
         try:
             job = await self._submitted(api, model, key, requests, messages, settings, releases)
@@ -302,17 +394,22 @@ class BatchRunner:
             return {k: BatchOutcome(None, str(exc), exc.batch_id, running=exc.running)
                     for k in requests}
         except Exception as exc:  # noqa: BLE001 - reported per request, like a failed call
-            stored = self.store.get(key)
+            row = self.store.get(key)
+            if row is not None and row.status == "lost":  # submitted anew, on a key of its own
+                row = self.store.get(job_key(model, list(requests)))
             # Submitted and not known to have ended: the provider may still answer it, so
             # the requests must not be paid for again elsewhere; a rerun polls it.
-            running = bool(stored and stored.batch_id and stored.status not in UNFINISHED
-                           and stored.status != "collected")
+            running = bool(row and row.batch_id and row.status not in UNFINISHED
+                           and row.status != "collected")
             error = (f"batch of {model} for {len(requests)} requests: "
                      f"{type(exc).__name__}: {exc}")
             if running:
-                error += f" (batch {stored.batch_id} is stored, so a rerun collects it)"
+                error += f" (batch {row.batch_id} is stored, so a rerun collects it)"
+            elif settings.batch_fallback == "call":
+                error += ("; its requests are asked as ordinary calls, at the full price "
+                          "(batch_fallback: call)")
             log.warning("%s", error)
-            return {k: BatchOutcome(None, error, stored.batch_id if stored else None,
+            return {k: BatchOutcome(None, error, row.batch_id if row else None,
                                     running=running) for k in requests}
 
     # --- submission ----------------------------------------------------------------------
@@ -326,8 +423,9 @@ class BatchRunner:
         `releases`)."""
         job = self.store.get(key)
         if job is not None and job.batch_id and job.status not in UNFINISHED:
-            log.info("[batch %s] %s: collecting the batch submitted before for these %d "
-                     "requests (status %s)", job.batch_id, model, len(requests), job.status)
+            log.info("[batch %s] %s: collecting the batch submitted before for %d of these "
+                     "requests (of %d it holds; status %s)", job.batch_id, model,
+                     len(requests), job.requests, job.status)
             return job
         if job is not None and not job.batch_id:
             found = await self._retrying(settings, "list", lambda: api.find(
@@ -335,8 +433,13 @@ class BatchRunner:
             if found is not None:
                 log.info("[batch %s] %s: found the batch a killed job submitted for these %d "
                          "requests", found.id, model, len(requests))
-                return self.store.save(BatchJob(key, model, len(requests), job.input_file_id,
+                return self.store.save(BatchJob(key, model, job.requests, job.input_file_id,
                                                 found.id, found.status, 0.0))
+            if self.store.requests_of(key) != set(requests):
+                # Never created (or not to be found): its requests this run asks go into a
+                # batch of their own; the rest are free to be asked again.
+                self.store.save(replace(job, status="lost"))
+                key = job_key(model, list(requests))
         if self.before_submit is not None:
             releases.append(self.before_submit(model, requests, messages))
         return await self._submit(api, model, key, requests, messages, settings)
@@ -384,12 +487,12 @@ class BatchRunner:
                 batch = await self._retrying(settings, "poll", lambda: api.retrieve(job,
                                                                                   settings))
             except Exception as exc:  # noqa: BLE001 - a batch the provider no longer knows
-                if getattr(exc, "status_code", None) != 404 and "NotFoundError" not in {
-                        c.__name__ for c in type(exc).__mro__}:
+                if not is_not_found(exc):
                     raise
                 log.warning("[batch %s] %s: the provider no longer knows this batch (%s); "
-                            "counted as ended without answers", job.batch_id, job.model,
-                            type(exc).__name__)
+                            "marked gone, its requests follow batch_fallback (%s)",
+                            job.batch_id, job.model, type(exc).__name__,
+                            settings.batch_fallback)
                 batch = ProviderBatch(job.batch_id or "", "gone",
                                       errors=f" (the provider answered 404: {exc})")
             waited = time.monotonic() - started
@@ -413,18 +516,36 @@ class BatchRunner:
     async def _results(self, api: BatchAPI, job: BatchJob, batch: ProviderBatch,
                        requests: dict[str, Request], settings: ModelSettings
                        ) -> dict[str, BatchOutcome]:
-        status = batch.status
+        status, errors = batch.status, batch.errors
         outcomes: dict[str, BatchOutcome] = {}
+        results: dict[str, BatchOutcome] = {}
         if status != "gone":
-            for key, outcome in (await api.results(job, batch, settings,
-                                                   self._retrying)).items():
-                if key not in requests:
-                    log.warning("[batch %s] result for unknown request %r ignored",
-                                job.batch_id, key)
-                    continue
+            try:
+                results = await api.results(job, batch, settings, self._retrying)
+            except Exception as exc:  # noqa: BLE001 - results the provider no longer has
+                if not is_not_found(exc):
+                    raise
+                log.warning("[batch %s] %s: the provider no longer has this batch's results "
+                            "(%s); marked gone, its requests follow batch_fallback (%s)",
+                            job.batch_id, job.model, type(exc).__name__,
+                            settings.batch_fallback)
+                status, errors = "gone", f" (its results answered 404: {exc})"
+        held = self.store.requests_of(job.job_key)
+        kept: dict[str, RawAnswer] = {}
+        for key, outcome in results.items():
+            if key in requests:
                 outcomes[key] = outcome
+            elif key in held and outcome.answer is not None:
+                kept[key] = outcome.answer  # paid for: a later run that asks it takes it
+            elif key not in held:
+                log.warning("[batch %s] result for unknown request %r ignored",
+                            job.batch_id, key)
+        if kept:
+            self.store.save_answers(job, kept)
+            log.info("[batch %s] %s: %d answers to requests this run does not ask kept in %s",
+                     job.batch_id, job.model, len(kept), self.store.path)
         missing = BatchOutcome(None, f"batch {job.batch_id} of {job.model} ended {status} "
-                                     f"without an answer to this request{batch.errors}",
+                                     f"without an answer to this request{errors}",
                                job.batch_id)
         self.store.save(BatchJob(job.job_key, job.model, job.requests, job.input_file_id,
                                  job.batch_id, status if status in UNFINISHED else "collected",
@@ -457,6 +578,14 @@ class _GaveUp(Exception):
         self.running = running
 
 
+def is_not_found(exc: BaseException) -> bool:
+    """A 404: litellm's and the SDKs' NotFoundError, or an HTTP error carrying the status."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status == 404 or "NotFoundError" in {c.__name__ for c in type(exc).__mro__}
+
+
 def _backoff(settings: ModelSettings, attempt: int) -> float:
     delay = min(settings.max_backoff_s, settings.backoff_s * 2**attempt)
     return delay * (0.5 + random.random() / 2)
@@ -466,11 +595,18 @@ def transfer_timeout_s(settings: ModelSettings) -> float:
     return max(settings.timeout_s, TRANSFER_TIMEOUT_S)
 
 
-def litellm_connection(settings: ModelSettings, transfer: bool = False) -> dict[str, Any]:
+def litellm_connection(settings: ModelSettings, provider: str, transfer: bool = False
+                       ) -> dict[str, Any]:
+    """The endpoint, key and timeout of one of litellm's file or batch calls. The key is
+    always given (`api_key_to_send`), so litellm never falls back on the environment's for a
+    server that needs none."""
     connection: dict[str, Any] = {"max_retries": 0, "timeout": transfer_timeout_s(settings)
                                   if transfer else settings.timeout_s}
     if settings.api_base:
         connection["api_base"] = settings.api_base
+    key = api_key_to_send(provider, settings)
+    if key is not None:
+        connection["api_key"] = key
     return connection
 
 
@@ -528,7 +664,8 @@ class OpenAIBatchAPI:
         data = ("\n".join(lines) + "\n").encode("utf-8")
         uploaded = await import_litellm().acreate_file(
             file=(f"rubriclab-{job.job_key[:16]}.jsonl", data), purpose="batch",
-            custom_llm_provider="openai", **litellm_connection(settings, transfer=True))
+            custom_llm_provider="openai",
+            **litellm_connection(settings, "openai", transfer=True))
         return uploaded.id
 
     async def create(self, job: BatchJob, bodies: dict[str, dict[str, Any]],
@@ -536,14 +673,15 @@ class OpenAIBatchAPI:
         batch = await import_litellm().acreate_batch(
             completion_window=COMPLETION_WINDOW, endpoint=ENDPOINT,
             input_file_id=job.input_file_id, custom_llm_provider="openai",
-            metadata={METADATA_KEY: job.job_key}, **litellm_connection(settings))
+            metadata={METADATA_KEY: job.job_key}, **litellm_connection(settings, "openai"))
         return _openai_batch(batch)
 
     async def find(self, job: BatchJob, settings: ModelSettings,
                    taken: set[str]) -> ProviderBatch | None:
         """A batch of this job among the provider's most recent ones (one page)."""
         page = await import_litellm().alist_batches(
-            custom_llm_provider="openai", limit=100, **litellm_connection(settings))
+            custom_llm_provider="openai", limit=100,
+            **litellm_connection(settings, "openai"))
         for batch in getattr(page, "data", None) or []:
             metadata = getattr(batch, "metadata", None) or {}
             if (metadata.get(METADATA_KEY) == job.job_key
@@ -554,26 +692,37 @@ class OpenAIBatchAPI:
     async def retrieve(self, job: BatchJob, settings: ModelSettings) -> ProviderBatch:
         return _openai_batch(await import_litellm().aretrieve_batch(
             batch_id=job.batch_id, custom_llm_provider="openai",
-            **litellm_connection(settings)))
+            **litellm_connection(settings, "openai")))
 
     async def results(self, job: BatchJob, batch: ProviderBatch, settings: ModelSettings,
                       retrying: Retrying) -> dict[str, BatchOutcome]:
         outcomes: dict[str, BatchOutcome] = {}
+        gone: list[Exception] = []
         for file_id in (getattr(batch.handle, "output_file_id", None),
                         getattr(batch.handle, "error_file_id", None)):
             if not file_id:
                 continue
-            text = await retrying(settings, "download", lambda: _litellm_file_text(
-                "openai", file_id, settings))
+            try:
+                text = await retrying(settings, "download", lambda: _litellm_file_text(
+                    "openai", file_id, settings))
+            except Exception as exc:  # noqa: BLE001 - one file gone: the other's answers hold
+                if not is_not_found(exc):
+                    raise
+                log.warning("[batch %s] file %s is gone (%s)", job.batch_id, file_id,
+                            type(exc).__name__)
+                gone.append(exc)
+                continue
             for result in parse_lines(job, f"file {file_id}", text):
                 outcomes[result.get("custom_id")] = _openai_outcome(job, result, settings)
+        if gone and not outcomes:
+            raise gone[0]  # every result is gone: the batch is
         return outcomes
 
 
 async def _litellm_file_text(provider: str, file_id: str, settings: ModelSettings) -> str:
     content = await import_litellm().afile_content(
         file_id=file_id, custom_llm_provider=provider,
-        **litellm_connection(settings, transfer=True))
+        **litellm_connection(settings, provider, transfer=True))
     raw = getattr(content, "content", content)
     return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
 

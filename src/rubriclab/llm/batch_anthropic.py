@@ -23,11 +23,10 @@ other stored job holds; with none or several such batches it submits anew.
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from typing import Any
 
-from .backends import PLACEHOLDER_API_KEY
+from .backends import api_key_to_send
 from .batch import (DONE, BatchJob, BatchOutcome, ProviderBatch, Retrying, answer_of,
                     error_of, litellm_params, transfer_timeout_s)
 from .request import Request
@@ -102,9 +101,8 @@ def anthropic_params(request: Request, messages: list[dict[str, Any]]) -> dict[s
 def _client(settings: ModelSettings, transfer: bool = False) -> Any:
     import anthropic
 
-    key = (PLACEHOLDER_API_KEY if settings.placeholder_api_key
-           else os.environ.get("ANTHROPIC_API_KEY"))
-    return anthropic.AsyncAnthropic(api_key=key, base_url=settings.api_base or None,
+    return anthropic.AsyncAnthropic(api_key=api_key_to_send("anthropic", settings),
+                                    base_url=settings.api_base or None,
                                     max_retries=0, timeout=transfer_timeout_s(settings)
                                     if transfer else settings.timeout_s)
 

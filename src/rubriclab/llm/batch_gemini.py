@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .backends import api_key_to_send
 from .batch import (UNFINISHED, BatchJob, BatchOutcome, ProviderBatch, Retrying,
                     _batch_errors, _litellm_file_text, answer_of, error_of, litellm_connection,
                     litellm_params, parse_lines)
@@ -51,7 +52,7 @@ class GeminiBatchAPI:
         uploaded = await import_litellm().acreate_file(
             file=(f"{DISPLAY_PREFIX}{job.job_key[:16]}.jsonl", data, "application/jsonl"),
             purpose="batch", custom_llm_provider="gemini",
-            **litellm_connection(settings, transfer=True))
+            **litellm_connection(settings, "gemini", transfer=True))
         return uploaded.id
 
     async def create(self, job: BatchJob, bodies: dict[str, dict[str, Any]],
@@ -60,7 +61,7 @@ class GeminiBatchAPI:
             completion_window="24h", endpoint=ENDPOINT, input_file_id=job.input_file_id,
             custom_llm_provider="gemini", model=job.model,
             metadata={"display_name": DISPLAY_PREFIX + job.job_key},
-            **litellm_connection(settings))
+            **litellm_connection(settings, "gemini"))
         return _batch(batch)
 
     async def find(self, job: BatchJob, settings: ModelSettings,
@@ -74,7 +75,7 @@ class GeminiBatchAPI:
         async with httpx.AsyncClient(timeout=settings.timeout_s) as client:
             response = await client.get(
                 f"{base}/v1beta/batches", params={"pageSize": 100},
-                headers={"x-goog-api-key": GeminiModelInfo.get_api_key() or ""})
+                headers={"x-goog-api-key": api_key_to_send("gemini", settings) or ""})
         if response.status_code != 200:
             error = RuntimeError(f"listing Gemini batches: HTTP {response.status_code}: "
                                  f"{response.text[:200]}")
@@ -91,7 +92,7 @@ class GeminiBatchAPI:
     async def retrieve(self, job: BatchJob, settings: ModelSettings) -> ProviderBatch:
         return _batch(await import_litellm().aretrieve_batch(
             batch_id=job.batch_id, custom_llm_provider="gemini", model=job.model,
-            **litellm_connection(settings)))
+            **litellm_connection(settings, "gemini")))
 
     async def results(self, job: BatchJob, batch: ProviderBatch, settings: ModelSettings,
                       retrying: Retrying) -> dict[str, BatchOutcome]:

@@ -247,6 +247,9 @@ class LLMClient:
             check_batch_settings(model, self.config.settings_for(model), f"model {model!r}")
             check_unusable_settings(self.config.settings_for(model), f"model {model!r}")
             self._check_budget_guards(model)
+            if any(self.config.batch_for(model, requests[i].role or self.role) for i in misses
+                   if requests[i].model == model):
+                self.batches.check_credentials(model)
         batched: dict[str, list[int]] = defaultdict(list)
         for i in misses:
             if self.config.batch_for(requests[i].model, requests[i].role or self.role):

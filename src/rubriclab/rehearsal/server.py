@@ -106,6 +106,9 @@ class RehearsalServer:
         self.stats = Stats()
         self.bodies: list[tuple[str, dict]] = []  # (path, body) of every request, for tests
         self.keep_bodies = False
+        # (method, path, headers) of every HTTP request, batch calls included, for tests
+        self.headers_seen: list[tuple[str, str, dict[str, str]]] = []
+        self.keep_headers = False
         self._random = random.Random(seed)
         self._asked: Counter = Counter()
         self._opening = list(faults.opening)
@@ -118,7 +121,14 @@ class RehearsalServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def note_headers(self) -> None:
+                if server.keep_headers:
+                    with server._lock:
+                        server.headers_seen.append((self.command, self.path, {
+                            k.lower(): v for k, v in self.headers.items()}))
+
             def do_GET(self) -> None:
+                self.note_headers()
                 api = server.batch_api(self.path)
                 if self.path == "/stats":
                     self.reply(200, server.stats_dict())
@@ -132,6 +142,7 @@ class RehearsalServer:
                     self.reply(404, {"error": {"message": f"no such path {self.path}"}})
 
             def do_POST(self) -> None:
+                self.note_headers()
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 api = server.batch_api(self.path)

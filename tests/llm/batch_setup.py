@@ -1,0 +1,43 @@
+"""What the batch tests against the rehearsal server share: the three providers' models, a
+config pointing one of them at the server in batch mode, and requests to it."""
+
+from rubriclab.llm import LLMConfig, ModelSettings, Request
+from rubriclab.llm.batch import BatchStore
+
+MODELS = {"openai": "openai/gpt-4o-mini-2024-07-18", "gemini": "gemini/gemini-2.5-flash",
+          "anthropic": "anthropic/claude-sonnet-4-5-20250929"}
+# Every variable litellm or the SDKs read a key of these providers from.
+KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+SENTINEL = "sk-sentinel-env-key-must-not-leave"
+YES_NO = "Answer with exactly one word: Yes or No."
+
+
+def api_base(url, provider):
+    return url + "/v1" if provider == "openai" else url
+
+
+def config(cache_dir, url, provider, **extra):
+    values = dict(api_base=api_base(url, provider), batch=True, batch_poll_s=0.05,
+                  batch_max_wait_s=30, timeout_s=5, num_retries=2, backoff_s=0.01,
+                  max_backoff_s=0.02)
+    values.update(extra)
+    return LLMConfig(cache_dir=cache_dir, per_model={MODELS[provider]: ModelSettings(**values)},
+                     progress_interval_s=0.05)
+
+
+def questions(provider, numbers):
+    return [Request.chat(MODELS[provider], [{"role": "user", "content": f"Is {i} even? {YES_NO}"}],
+                         response_format="yes_no", max_tokens=4) for i in numbers]
+
+
+def stored_jobs(cache_dir):
+    store = BatchStore(cache_dir / BatchStore.FILE_NAME)
+    try:
+        return store.all()
+    finally:
+        store.close()
+
+
+def paid(server, provider):
+    """Requests the server answered for a provider, batch rows and ordinary calls: each paid."""
+    return server.stats.requests[provider]
