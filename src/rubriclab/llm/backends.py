@@ -191,6 +191,16 @@ class Backends:
             self._fingerprints[model] = f"{value}|{declared}" if declared else value
         return self._fingerprints[model]
 
+    def earlier_fingerprints(self, model: str) -> list[str]:
+        """The fingerprints earlier key versions gave the model where they differ from
+        `fingerprint`: version 1's for a remote model at an `api_base` with none declared
+        (no endpoint: it did not yet key one)."""
+        settings = self.config.settings_for(model)
+        if (model.startswith(("fake/", "local/")) or settings.fingerprint
+                or not settings.api_base):
+            return []
+        return [""]
+
     def check_api_key(self, model: str) -> None:
         """Raise MissingAPIKey naming the environment variables a remote model lacks."""
         settings = self.config.settings_for(model)
