@@ -63,6 +63,7 @@ _FINGERPRINT_COLUMN = "model_fingerprint"
 # The key version an entry was stored under (`request.CACHE_KEY_VERSION`); NULL in entries
 # made before versions were recorded, which are version 1's when they have no fingerprint.
 _KEY_VERSION_COLUMN = "key_version"
+_LATER_COLUMNS = {_FINGERPRINT_COLUMN: "TEXT", _KEY_VERSION_COLUMN: "INTEGER"}
 _CLAIMS = """
 CREATE TABLE IF NOT EXISTS claims (
     key TEXT PRIMARY KEY,
@@ -224,19 +225,24 @@ class SQLiteCache:
         self.busy_timeout_s = busy_timeout_s
         self._db = open_wal_database(self.path, _SCHEMA, busy_timeout_s)
         self._db.execute(_CLAIMS)
-        # Immediate: two processes opening a new cache at once would otherwise both read the
-        # columns, and the second to add one fails at once ("database is locked").
-        with self._transaction(immediate=True):
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
-            for column in (_FINGERPRINT_COLUMN, _KEY_VERSION_COLUMN):
-                if column not in columns:
-                    kind = "TEXT" if column == _FINGERPRINT_COLUMN else "INTEGER"
-                    self._db.execute(f"ALTER TABLE answers ADD COLUMN {column} {kind}")
+        if not self._has_columns():
+            # Immediate: two processes opening a new cache at once would otherwise both read
+            # the columns, and the second to add one fails at once ("database is locked").
+            with self._transaction(immediate=True):
+                columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
+                for column, kind in _LATER_COLUMNS.items():
+                    if column not in columns:
+                        self._db.execute(f"ALTER TABLE answers ADD COLUMN {column} {kind}")
         # Answers journaled and not yet in the database (its lock was held past the busy
         # timeout, or the disk was full): served from here, stored at the next write.
         self._pending: dict[str, CachedAnswer] = {}
         self._journal: answer_journal.AnswerJournal | None = None
         self.take_over_journals()
+
+    def _has_columns(self) -> bool:
+        """Whether the answers table has every later column (read only: no write lock)."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
+        return set(_LATER_COLUMNS) <= columns
 
     @property
     def journal_dir(self) -> Path:

@@ -227,6 +227,8 @@ class LLMClient:
             while True:
                 completion = None
                 async with limits[request.model]:
+                    if self._disk_stop is None:
+                        self._disk_stop = self._disk_problem(request)
                     stop = self._budget_stop or self._disk_stop
                     if request.model in self._stops or stop is not None:
                         why = self._stops.get(request.model) or stop
@@ -240,8 +242,8 @@ class LLMClient:
                             claim = Claim(holder="the cache")
                             completion = Completion(
                                 request=request, key=key, outcome="failed",
-                                error=f"CacheLocked: could not claim it in the cache ({exc}); "
-                                      "nothing was paid, a rerun asks it again")
+                                error=f"CacheUnwritable: could not claim it in the cache "
+                                      f"({exc}); nothing was paid, a rerun asks it again")
                         if completion is not None:
                             pass
                         elif claim.answer is not None:
