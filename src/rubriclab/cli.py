@@ -136,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{len(store):8d}  total ({store.path})")
         except ValueError as exc:
             what = "nothing was imported" if args.action == "import" else "nothing was written"
+            if "were added" in str(exc):  # the file changed during the import: said in exc
+                what = "the rest was not imported"
             print(f"rubriclab: {exc}; {what}", file=sys.stderr)
             return 1
     return 0
