@@ -283,3 +283,34 @@ def test_an_answer_journaled_and_never_stored_is_stored_by_the_next_open(tmp_pat
         assert reopened.get("a" * 64).text == "Yes"
     assert "a" * 64 in stored_keys(cache_path)
     assert not list(journal_dir(cache_path).glob("*.jsonl"))
+
+
+def test_a_long_journal_moves_what_is_outstanding_to_a_new_file(tmp_path, monkeypatch):
+    """Past COMPACT_BYTES the journal starts a new file with the answers not yet stored (and
+    requests not yet closed): nothing outstanding is left behind, nothing stored is carried."""
+    from rubriclab.llm import journal
+    from rubriclab.llm.cache import make_answer
+
+    monkeypatch.setattr(journal, "COMPACT_BYTES", 8 << 10)
+    monkeypatch.setattr(journal, "RESERVE_BYTES", 16 << 10)
+    cache_path = tmp_path / "llm_cache.sqlite"
+    with SQLiteCache(cache_path, busy_timeout_s=0.05) as store:
+        for i in range(40):  # stored at once: nothing outstanding
+            store.put(make_answer(f"{i:064x}", ask(f"s{i}"), "Yes " * 40, 3, 1, 0.01, "fp"))
+        store.journal_sent("f" * 64, MODEL, None, "judge", "run-1")
+        other = sqlite3.connect(cache_path, isolation_level=None)
+        other.execute("BEGIN EXCLUSIVE")
+        locked = [f"{i:064x}" for i in range(100, 140)]
+        for key in locked:
+            store.put(make_answer(key, ask(key), "No " * 40, 3, 1, 0.01, "fp"))
+        [current] = journal_dir(cache_path).glob("*.jsonl")
+        records = read_records(current.read_bytes(), current)
+        answers = {r["row"]["key"] for r in records if r["t"] == "answer"}
+        assert set(locked) <= answers  # every answer the database refused, in one file
+        assert not answers & {f"{i:064x}" for i in range(10)}  # stored, and compacted away
+        assert {r["key"] for r in records if r["t"] == "sent"} == {"f" * 64}
+        other.execute("ROLLBACK")
+        other.close()
+        store.journal_closed("f" * 64)
+    assert set(locked) <= stored_keys(cache_path)
+    assert not list(journal_dir(cache_path).glob("*.jsonl"))

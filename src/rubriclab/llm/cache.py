@@ -18,6 +18,7 @@ file or nothing.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -77,6 +78,10 @@ _COLUMNS = ("key, model, text, prompt_tokens, completion_tokens, cost_usd, reque
             " created_at, model_fingerprint, key_version")
 
 BUSY_TIMEOUT_S = 120.0
+# An answer, journaled first, waits this long for the database's write lock (the job goes on,
+# serving it from the journal, and stores it at the next write); the last try, at close,
+# waits the whole busy timeout.
+PUT_WAIT_S = 5.0
 # An import writes this many rows per transaction, releasing the write lock between them.
 IMPORT_BATCH_ROWS = 500
 # Above these an answer's counts are not a model's (the longest context windows hold about
@@ -236,6 +241,7 @@ class SQLiteCache:
         # Answers journaled and not yet in the database (its lock was held past the busy
         # timeout, or the disk was full): served from here, stored at the next write.
         self._pending: dict[str, CachedAnswer] = {}
+        self._warned: set[str] = set()
         self._journal: answer_journal.AnswerJournal | None = None
         self.take_over_journals()
 
@@ -249,7 +255,7 @@ class SQLiteCache:
         return answer_journal.journal_dir(self.path)
 
     def close(self) -> None:
-        self._store_pending()
+        self._store_pending(self.busy_timeout_s)
         if self._journal is not None:
             self._journal.close()
             self._journal = None
@@ -290,27 +296,45 @@ class SQLiteCache:
                       "memory until the cache database takes it", answer.model, answer.key,
                       self.journal_dir, exc)
         self._pending[answer.key] = answer
-        self._store_pending()
+        self._store_pending(min(PUT_WAIT_S, self.busy_timeout_s))
 
     def _journal_for_writing(self) -> answer_journal.AnswerJournal:
         if self._journal is None:
             self._journal = answer_journal.AnswerJournal(self.journal_dir)
         return self._journal
 
-    def _store_pending(self) -> bool:
-        """Write the pending answers to the database; False (they stay pending) if it refuses."""
-        for key, answer in list(self._pending.items()):
-            try:
-                self._insert(answer)
-            except sqlite3.OperationalError as exc:
-                log.warning("%s: could not store the answer of %s (key %s): %s; it is kept in "
-                            "the answer journal (%s) and stored at the next write or open",
-                            self.path, answer.model, key, exc, self.journal_dir)
-                return False
-            del self._pending[key]
-            if self._journal is not None:
-                self._journal.stored(key)
+    def _store_pending(self, wait_s: float | None = None) -> bool:
+        """Write the pending answers to the database, waiting up to `wait_s` for its lock;
+        False (they stay pending) if it refuses."""
+        if not self._pending:
+            return True
+        with self._busy_timeout(self.busy_timeout_s if wait_s is None else wait_s):
+            for key, answer in list(self._pending.items()):
+                try:
+                    self._insert(answer)
+                except sqlite3.OperationalError as exc:
+                    if key not in self._warned:
+                        self._warned.add(key)
+                        log.warning("%s: could not store the answer of %s (key %s): %s; it is "
+                                    "kept in the answer journal (%s) and stored at the next "
+                                    "write or open", self.path, answer.model, key, exc,
+                                    self.journal_dir)
+                    return False
+                del self._pending[key]
+                if self._journal is not None:
+                    self._journal.stored(key)
         return True
+
+    @contextlib.contextmanager
+    def _busy_timeout(self, seconds: float) -> Iterator[None]:
+        if seconds == self.busy_timeout_s:
+            yield
+            return
+        self._db.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
+        try:
+            yield
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
 
     def _insert(self, answer: CachedAnswer) -> None:
         # First writer wins: an entry, once written, never changes.
@@ -400,14 +424,16 @@ class SQLiteCache:
 
     def renew_claims(self, owner: str, lease_s: float) -> None:
         try:
-            self._db.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
-                             (time.time() + lease_s, owner))
+            with self._busy_timeout(min(PUT_WAIT_S, self.busy_timeout_s)):
+                self._db.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
+                                 (time.time() + lease_s, owner))
         except sqlite3.OperationalError as exc:  # renewed at the next beat, or the lease lapses
             log.warning("%s: could not renew this process's claims: %s", self.path, exc)
 
     def release(self, key: str, owner: str) -> None:
         try:
-            self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+            with self._busy_timeout(min(PUT_WAIT_S, self.busy_timeout_s)):
+                self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
         except sqlite3.OperationalError as exc:
             # Left to lapse: its answer (if any) is served before any claim is looked at.
             log.warning("%s: could not release the claim of %s: %s", self.path, key, exc)

@@ -61,6 +61,7 @@ class AnswerJournal:
         # Outstanding records, by key: what a compaction carries into the next file.
         self._answers: dict[str, bytes] = {}
         self._sent: dict[str, list[bytes]] = {}
+        self._outstanding_bytes = 0
         self._fd = -1
         self._open_file()
 
@@ -71,12 +72,13 @@ class AnswerJournal:
         line = _line({"t": "answer", "row": row})
         with self._lock:
             self._write(line, durable)
+            self._outstanding_bytes += len(line) - len(self._answers.get(key, b""))
             self._answers[key] = line
 
     def stored(self, key: str) -> None:
         """The answer of `key` is in the database: a compaction need not carry it."""
         with self._lock:
-            self._answers.pop(key, None)
+            self._outstanding_bytes -= len(self._answers.pop(key, b""))
 
     def sent(self, key: str, model: str, attempts: str | None, rule: str | None,
              run: str | None) -> None:
@@ -85,10 +87,13 @@ class AnswerJournal:
         with self._lock:
             self._write(line, durable=False)  # a kill leaves it in the page cache
             self._sent.setdefault(key, []).append(line)
+            self._outstanding_bytes += len(line)
 
     def closed(self, key: str) -> None:
         with self._lock:
-            if self._sent.pop(key, None) is not None:
+            sent = self._sent.pop(key, None)
+            if sent is not None:
+                self._outstanding_bytes -= sum(map(len, sent))
                 self._write(_line({"t": "closed", "key": key}), durable=False)
 
     @property
@@ -143,7 +148,8 @@ class AnswerJournal:
             os.fsync(self._fd)
         if self._size - self._offset < RESERVE_BYTES // 2:
             self._grow(RESERVE_BYTES, required=False)
-        if self._offset > COMPACT_BYTES:
+        # Only where it frees at least half: answers the database keeps refusing stay.
+        if self._offset > max(COMPACT_BYTES, 2 * self._outstanding_bytes):
             self._compact()
 
     def _compact(self) -> None:
