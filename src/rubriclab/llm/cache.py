@@ -12,8 +12,14 @@ out) is taken over.
 An export (`export_to`) is one gzip JSON-lines file: a header line (format, rubriclab version,
 key version, rows and models, a checksum over the rows), then one row per entry carrying what
 its key is computed from (the request and the model's fingerprint) and its own checksum.
-`import_from` recomputes every key and checksum and checks every field's type; it adds all of a
-file or nothing.
+`import_from` recomputes every key and checksum and checks every field's type and plausibility,
+and a signature where there is one (`rubriclab.llm.signing`), over the whole file before it adds
+any of it, then adds it in short transactions.
+
+Every answer is journaled (`rubriclab.llm.journal`) before it is written to the database, so an
+answer the database refuses (locked past the busy timeout, a full disk) or a process killed
+before it stored one loses nothing paid: the next open takes the journal over. See
+docs/cache.md.
 """
 
 from __future__ import annotations
