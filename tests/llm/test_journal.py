@@ -66,7 +66,8 @@ def test_a_write_lock_held_past_the_busy_timeout_loses_no_paid_answer(tmp_path):
     with ScriptedOpenAIServer([], then="Yes", on_request=lock_the_cache) as server:
         cfg = config(cache_dir, server)
         store = SQLiteCache(cfg.cache_path, busy_timeout_s=0.2)
-        with LLMClient(cfg, cache=store, ledger=Ledger(tmp_path / "ledger.jsonl", "judge")) as client:
+        ledger = Ledger(tmp_path / "ledger.jsonl", "judge")
+        with LLMClient(cfg, cache=store, ledger=ledger) as client:
             keys = [client.key_for(client.prepare(r)) for r in requests]
             answers = client.run(requests, raise_on_failure=False)
         # The first was paid and answered; the database never took it (the lock outlasted
@@ -314,3 +315,9 @@ def test_a_long_journal_moves_what_is_outstanding_to_a_new_file(tmp_path, monkey
         store.journal_closed("f" * 64)
     assert set(locked) <= stored_keys(cache_path)
     assert not list(journal_dir(cache_path).glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("value", [-1, "lots", True])
+def test_a_bad_free_space_setting_is_named(value):
+    with pytest.raises(ValueError, match="llm.min_free_disk_mb: expected a number of MiB >= 0"):
+        LLMConfig.from_dict({"min_free_disk_mb": value})

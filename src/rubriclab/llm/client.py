@@ -13,7 +13,8 @@ asking again cannot cure (authentication, missing credentials, unknown model, ba
 at once, and a model whose requests keep failing the same way is no longer asked. An answer is
 parsed strictly and re-asked a bounded number of times; it is cached the moment it parses, and
 only then (journaled first, so that no paid answer is lost: `rubriclab.llm.journal`); no paid
-call starts without `llm.min_free_disk_mb` free where it is stored. Every request is written to the ledger and counted in the progress line.
+call starts without `llm.min_free_disk_mb` free where it is stored. Every request is written to
+the ledger and counted in the progress line.
 """
 
 from __future__ import annotations
