@@ -5,6 +5,9 @@ methods on your own tables.
                                     request and model fingerprint its key is computed from
     rubriclab cache import FILE     add the answers of such a file, all or none: every key and
                                     checksum is recomputed, every field checked
+    rubriclab cache keygen FILE     an ed25519 key pair to sign exports with (FILE, FILE.pub);
+                                    `export --sign FILE` signs, `import --trust FILE.pub`
+                                    requires that signature (docs/cache.md: the trust model)
     rubriclab cache stats           entries per model
                                     (stats and export open the cache read-only and create none)
     rubriclab plan [--configfile F ...] [--config K=V ...] [--data-mirror DIR]
@@ -73,7 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("--fingerprint", action="append", default=[], metavar="MODEL=FINGERPRINT",
                         help="the fingerprint of a model whose entries were stored before "
                              "fingerprints were recorded (repeatable)")
-    actions.add_parser("import", help="add the entries of FILE").add_argument("file", type=Path)
+    export.add_argument("--sign", type=Path, metavar="KEY",
+                        help="sign the export with this ed25519 private key (cache keygen)")
+    imports = actions.add_parser("import", help="add the entries of FILE")
+    imports.add_argument("file", type=Path)
+    imports.add_argument("--trust", action="append", default=[], metavar="PUBKEY",
+                         help="require a signature by this public key (a .pub file of cache "
+                              "keygen, or the base64 key); repeatable: any one of them")
+    actions.add_parser("keygen", help="a key pair to sign exports with").add_argument(
+        "file", type=Path)
     actions.add_parser("stats", help="entries per model")
     from rubriclab import plan
 
@@ -93,6 +104,31 @@ def main(argv: list[str] | None = None) -> int:
 
         return plan.run(args, write_plan)
 
+    if args.action == "keygen":
+        from rubriclab.llm.signing import generate_key
+
+        try:
+            private, public, key_id = generate_key(args.file)
+        except FileExistsError as exc:
+            print(f"rubriclab: {exc}", file=sys.stderr)
+            return 1
+        print(f"wrote the private key {private} (keep it secret) and the public key {public} "
+              f"(publish it beside your exports); key id {key_id}")
+        return 0
+    signing = trusted = None
+    try:
+        if args.action == "export" and args.sign is not None:
+            from rubriclab.llm.signing import load_private_key
+
+            signing = load_private_key(args.sign)
+        if args.action == "import" and args.trust:
+            from rubriclab.llm.signing import load_public_key
+
+            trusted = [load_public_key(value) for value in args.trust]
+    except ValueError as exc:
+        print(f"rubriclab: {exc}", file=sys.stderr)
+        return 2
+
     try:
         store = _cache(args)
     except FileNotFoundError as exc:
@@ -105,22 +141,34 @@ def main(argv: list[str] | None = None) -> int:
     with store:
         try:
             if args.action == "export":
-                count = store.export_to(args.file, _fingerprints(store, args.fingerprint))
-                print(f"exported {count} cached answers from {store.path} to {args.file}")
+                count = store.export_to(args.file, _fingerprints(store, args.fingerprint),
+                                        sign_with=signing)
+                signed = "" if signing is None else " (signed)"
+                print(f"exported {count} cached answers from {store.path} to {args.file}"
+                      f"{signed}")
             elif args.action == "import":
                 if not args.file.is_file():
                     print(f"rubriclab: no such file: {args.file}", file=sys.stderr)
                     return 2
-                report = store.import_from(args.file)
+                report = store.import_from(args.file, trusted=trusted)
+                if report.signed_by is None:
+                    signer = "unsigned"
+                elif trusted:
+                    signer = f"signed by trusted key {report.signed_by}"
+                else:
+                    signer = (f"signed by key {report.signed_by}, not checked against a "
+                              "trusted key (--trust)")
                 print(f"imported into {store.path}: {report.added} added, "
                       f"{report.already_present} already present, "
-                      f"{report.conflicting} conflicting (kept the existing answer)")
+                      f"{report.conflicting} conflicting (kept the existing answer); {signer}")
             else:
                 for model, count in store.counts_by_model():
                     print(f"{count:8d}  {model}")
                 print(f"{len(store):8d}  total ({store.path})")
         except ValueError as exc:
             what = "nothing was imported" if args.action == "import" else "nothing was written"
+            if "were added" in str(exc):  # the file changed during the import: said in exc
+                what = "the rest was not imported"
             print(f"rubriclab: {exc}; {what}", file=sys.stderr)
             return 1
     return 0

@@ -19,7 +19,10 @@ class ScriptedOpenAIServer:
     of the messages (about what a tokenizer counts)."""
 
     def __init__(self, script: list[str], slow_s: float = 3.0, then: str = "500",
-                 delay_s: float = 0.0, prompt_tokens: int | None = 11):
+                 delay_s: float = 0.0, prompt_tokens: int | None = 11,
+                 on_request=None):
+        # Called with each request's number (1, 2, ...) before it is answered.
+        self.on_request = on_request
         self.script = deque(script)
         self.slow_s = slow_s
         self.then = then
@@ -44,6 +47,9 @@ class ScriptedOpenAIServer:
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
                     server.times.append(time.monotonic())
                     action = server.script.popleft() if server.script else None
+                    number = len(server.requests)
+                if server.on_request is not None:
+                    server.on_request(number)
                 if action is None:
                     action = server.then
                     time.sleep(server.delay_s)

@@ -222,6 +222,16 @@ class Backends:
         return self._fingerprints[model]
 
     def earlier_fingerprints(self, model: str) -> list[str]:
+        """The fingerprints earlier key versions gave the model where they differ from
+        `fingerprint`: version 1's for a remote model at an `api_base` with none declared
+        (no endpoint: it did not yet key one)."""
+        settings = self.config.settings_for(model)
+        if (model.startswith(("fake/", "local/")) or settings.fingerprint
+                or not settings.api_base):
+            return []
+        return [""]
+
+    def credentialed_fingerprints(self, model: str) -> list[str]:
         """Fingerprints this model had before credentials were stripped from its endpoint:
         answers stored under them are the same endpoint's (looked up, then stored again under
         the current key)."""

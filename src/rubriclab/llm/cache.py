@@ -12,15 +12,23 @@ out) is taken over.
 An export (`export_to`) is one gzip JSON-lines file: a header line (format, rubriclab version,
 key version, rows and models, a checksum over the rows), then one row per entry carrying what
 its key is computed from (the request and the model's fingerprint) and its own checksum.
-`import_from` recomputes every key and checksum and checks every field's type; it adds all of a
-file or nothing.
+`import_from` recomputes every key and checksum and checks every field's type and plausibility,
+and a signature where there is one (`rubriclab.llm.signing`), over the whole file before it adds
+any of it, then adds it in short transactions.
+
+Every answer is journaled (`rubriclab.llm.journal`) before it is written to the database, so an
+answer the database refuses (locked past the busy timeout, a full disk) or a process killed
+before it stored one loses nothing paid: the next open takes the journal over. See
+docs/cache.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
+import logging
 import math
 import os
 import re
@@ -30,13 +38,20 @@ import time
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from . import journal as answer_journal
 from .request import (CACHE_KEY_VERSION, Request, cache_key, legacy_cache_keys,
                       request_from_dict)
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (Ed25519PrivateKey,
+                                                                   Ed25519PublicKey)
+
+log = logging.getLogger("rubriclab.llm")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -52,6 +67,10 @@ CREATE TABLE IF NOT EXISTS answers (
 """
 # Added after the first version: NULL in entries made before it (see `export_to`).
 _FINGERPRINT_COLUMN = "model_fingerprint"
+# The key version an entry was stored under (`request.CACHE_KEY_VERSION`); NULL in entries
+# made before versions were recorded, which are version 1's when they have no fingerprint.
+_KEY_VERSION_COLUMN = "key_version"
+_LATER_COLUMNS = {_FINGERPRINT_COLUMN: "TEXT", _KEY_VERSION_COLUMN: "INTEGER"}
 _CLAIMS = """
 CREATE TABLE IF NOT EXISTS claims (
     key TEXT PRIMARY KEY,
@@ -62,13 +81,30 @@ CREATE TABLE IF NOT EXISTS claims (
 )
 """
 _COLUMNS = ("key, model, text, prompt_tokens, completion_tokens, cost_usd, request_json,"
-            " created_at, model_fingerprint")
+            " created_at, model_fingerprint, key_version")
+
+BUSY_TIMEOUT_S = 120.0
+# An answer, journaled first, waits this long for the database's write lock (the job goes on,
+# serving it from the journal, and stores it at the next write); the last try, at close,
+# waits the whole busy timeout.
+PUT_WAIT_S = 5.0
+# An import writes this many rows per transaction, releasing the write lock between them.
+IMPORT_BATCH_ROWS = 500
+# Above these an answer's counts are not a model's (the longest context windows hold about
+# two million tokens; re-asks and doublings add a few times that); an import refuses them.
+MAX_PLAUSIBLE_PROMPT_TOKENS = 50_000_000
+MAX_PLAUSIBLE_COMPLETION_TOKENS = 10_000_000
+MAX_PLAUSIBLE_COST_USD = 10_000.0
 
 EXPORT_FORMAT = "rubriclab-cache-export"
 EXPORT_FORMAT_VERSION = 2
 _ROW_FIELDS = ("key", "model", "model_fingerprint", "request", "text", "prompt_tokens",
                "completion_tokens", "cost_usd", "created_at", "sha256")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+# Exports headed "cache_key_version": 1 were written before key version 2 was named, by a
+# release that already computed its keys (exports began with version 2's derivation); every
+# row's key is recomputed on import either way.
+_READABLE_EXPORT_KEY_VERSIONS = (1, CACHE_KEY_VERSION)
 
 
 @dataclass(frozen=True)
@@ -82,6 +118,7 @@ class CachedAnswer:
     request_json: str
     created_at: float
     model_fingerprint: str | None = None  # None: stored before fingerprints were recorded
+    key_version: int | None = None  # None: stored before key versions were recorded
 
 
 @dataclass(frozen=True)
@@ -89,6 +126,7 @@ class ImportReport:
     added: int
     already_present: int
     conflicting: int
+    signed_by: str | None = None  # the id of the key whose signature verified, if signed
 
 
 @dataclass(frozen=True)
@@ -118,16 +156,18 @@ def request_json(request: Request) -> str:
     return json.dumps(asdict(request), sort_keys=True, ensure_ascii=False)
 
 
-def open_wal_database(path: Path, schema: str, **connect: object) -> sqlite3.Connection:
+def open_wal_database(path: Path, schema: str, busy_timeout_s: float = BUSY_TIMEOUT_S,
+                      **connect: object) -> sqlite3.Connection:
     """A SQLite file in WAL mode, safe for several processes at once, with `schema` applied.
 
     Autocommit: every write is its own transaction, so a killed process loses no stored row.
+    A write waits up to `busy_timeout_s` for another process's write lock.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path, timeout=120, isolation_level=None, **connect)
+    db = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, **connect)
     _switch_to_wal(db, path)
     db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("PRAGMA busy_timeout=120000")
+    db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
     db.execute(schema)
     return db
 
@@ -188,19 +228,73 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     return db
 
 
+class DiskSpaceLow(RuntimeError):
+    """Too little free disk space to store another paid answer: the run stops before paying."""
+
+
+def free_space_problem(directories: list[Path], min_free_bytes: int) -> str | None:
+    """Why no paid call should start, if one of `directories` (the first existing folder at
+    or above each) has less than `min_free_bytes` free; None when all have room."""
+    if min_free_bytes <= 0:
+        return None
+    seen: set[int] = set()
+    for directory in directories:
+        existing = Path(directory)
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        try:
+            stat = os.statvfs(existing)
+            device = os.stat(existing).st_dev
+        except OSError:
+            continue
+        if device in seen:
+            continue
+        seen.add(device)
+        free = stat.f_bavail * stat.f_frsize
+        if free < min_free_bytes:
+            return (f"{existing} has {free:,} bytes free, under the {min_free_bytes:,} kept "
+                    "free so that every paid answer can be stored (llm.min_free_disk_mb); "
+                    "free some space there, or move the cache (RUBRICLAB_CACHE) or the run, "
+                    "then rerun: the answers paid so far are cached")
+    return None
+
+
 class SQLiteCache:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S):
         self.path = Path(path)
-        self._db = open_wal_database(self.path, _SCHEMA)
+        self.busy_timeout_s = busy_timeout_s
+        self._db = open_wal_database(self.path, _SCHEMA, busy_timeout_s)
         self._db.execute(_CLAIMS)
-        # Immediate: two processes opening a new cache at once would otherwise both read the
-        # columns, and the second to add one fails at once ("database is locked").
-        with self._transaction(immediate=True):
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
-            if _FINGERPRINT_COLUMN not in columns:
-                self._db.execute(f"ALTER TABLE answers ADD COLUMN {_FINGERPRINT_COLUMN} TEXT")
+        if not self._has_columns():
+            # Immediate: two processes opening a new cache at once would otherwise both read
+            # the columns, and the second to add one fails at once ("database is locked").
+            with self._transaction(immediate=True):
+                columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
+                for column, kind in _LATER_COLUMNS.items():
+                    if column not in columns:
+                        self._db.execute(f"ALTER TABLE answers ADD COLUMN {column} {kind}")
+        # Answers journaled and not yet in the database (its lock was held past the busy
+        # timeout, or the disk was full): served from here, stored at the next write.
+        self._pending: dict[str, CachedAnswer] = {}
+        self._warned: set[str] = set()
+        self._journal: answer_journal.AnswerJournal | None = None
+        self.take_over_journals()
+
+    def _has_columns(self) -> bool:
+        """Whether the answers table has every later column (read only: no write lock)."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
+        return set(_LATER_COLUMNS) <= columns
+
+    @property
+    def journal_dir(self) -> Path:
+        return answer_journal.journal_dir(self.path)
 
     def close(self) -> None:
+        self._store_pending(self.busy_timeout_s)
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        self.take_over_journals()  # ours too, if it kept something for later
         self._db.close()
 
     def __enter__(self) -> SQLiteCache:
@@ -213,24 +307,129 @@ class SQLiteCache:
         return _Transaction(self._db, immediate)
 
     def get(self, key: str) -> CachedAnswer | None:
+        pending = self._pending.get(key)
+        if pending is not None:
+            return pending
         row = self._db.execute(f"SELECT {_COLUMNS} FROM answers WHERE key = ?", (key,)).fetchone()
         return CachedAnswer(*row) if row else None
 
     def put(self, answer: CachedAnswer) -> None:
+        """Store an answer: journaled (fsynced) first, outside the database lock, then written
+        to the database; if the database refuses (locked past the busy timeout, disk full) it
+        stays journaled and served, and is stored at the next write or open."""
         if not answer.text.strip():
             raise ValueError(f"refusing to cache an empty answer for key {answer.key}")
+        if answer.key in self._pending:
+            return  # first writer wins
+        if answer.key_version is None:
+            answer = replace(answer, key_version=CACHE_KEY_VERSION)
+        try:
+            self._journal_for_writing().answer(answer.key, asdict(answer),
+                                               durable=not answer.model.startswith("fake/"))
+        except OSError as exc:
+            log.error("could not journal the answer of %s (key %s) in %s: %s; it is kept in "
+                      "memory until the cache database takes it", answer.model, answer.key,
+                      self.journal_dir, exc)
+        self._pending[answer.key] = answer
+        self._store_pending(min(PUT_WAIT_S, self.busy_timeout_s))
+
+    def _journal_for_writing(self) -> answer_journal.AnswerJournal:
+        if self._journal is None:
+            self._journal = answer_journal.AnswerJournal(self.journal_dir)
+        return self._journal
+
+    def _store_pending(self, wait_s: float | None = None) -> bool:
+        """Write the pending answers to the database, waiting up to `wait_s` for its lock;
+        False (they stay pending) if it refuses."""
+        if not self._pending:
+            return True
+        with self._busy_timeout(self.busy_timeout_s if wait_s is None else wait_s):
+            for key, answer in list(self._pending.items()):
+                try:
+                    self._insert(answer)
+                except sqlite3.OperationalError as exc:
+                    if key not in self._warned:
+                        self._warned.add(key)
+                        log.warning("%s: could not store the answer of %s (key %s): %s; it is "
+                                    "kept in the answer journal (%s) and stored at the next "
+                                    "write or open", self.path, answer.model, key, exc,
+                                    self.journal_dir)
+                    return False
+                del self._pending[key]
+                if self._journal is not None:
+                    self._journal.stored(key)
+        return True
+
+    @contextlib.contextmanager
+    def _busy_timeout(self, seconds: float) -> Iterator[None]:
+        if seconds == self.busy_timeout_s:
+            yield
+            return
+        self._db.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
+        try:
+            yield
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
+
+    def _insert(self, answer: CachedAnswer) -> None:
         # First writer wins: an entry, once written, never changes.
         self._db.execute(
-            f"INSERT OR IGNORE INTO answers ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT OR IGNORE INTO answers ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (answer.key, answer.model, answer.text, answer.prompt_tokens,
              answer.completion_tokens, answer.cost_usd, answer.request_json, answer.created_at,
-             answer.model_fingerprint),
+             answer.model_fingerprint, answer.key_version),
         )
 
+    def _insert_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Journaled answers into the database, a short transaction per batch of rows."""
+        names = {f.name for f in fields(CachedAnswer)}
+        answers = [CachedAnswer(**{k: v for k, v in row.items() if k in names}) for row in rows]
+        for start in range(0, len(answers), IMPORT_BATCH_ROWS):
+            with self._transaction(immediate=True):
+                for answer in answers[start:start + IMPORT_BATCH_ROWS]:
+                    self._insert(answer)
+
+    def take_over_journals(self) -> int:
+        """Store the answers of journals no open cache holds (a process that died or could
+        not store them) and bill their unfinished requests; kept for later if the database
+        refuses. Returns the journals taken."""
+        own = [self._journal.path] if self._journal is not None else []
+        try:
+            return answer_journal.take_over(self.journal_dir, self._insert_rows, skip=own)
+        except (sqlite3.OperationalError, OSError) as exc:
+            log.warning("%s: answer journals in %s kept for later: %s", self.path,
+                        self.journal_dir, exc)
+            return 0
+
+    # --- what a client journals about its calls ---------------------------------------------
+
+    def journal_sent(self, key: str, model: str, attempts: str | None = None,
+                     rule: str | None = None, run: str | None = None) -> None:
+        """A paid request is about to go to its model (see `rubriclab.llm.journal`)."""
+        self._journal_for_writing().sent(key, model, attempts, rule, run)
+
+    def journal_closed(self, key: str) -> None:
+        """The request's ledger row is written."""
+        if self._journal is not None:
+            self._journal.closed(key)
+
     def record_fingerprint(self, key: str, fingerprint: str) -> None:
-        """Fill in the fingerprint of an entry stored before fingerprints were recorded."""
-        self._db.execute("UPDATE answers SET model_fingerprint = ? WHERE key = ?"
-                         " AND model_fingerprint IS NULL", (fingerprint, key))
+        """Fill in the fingerprint of an entry stored before fingerprints were recorded (its key
+        is then known to be the current key version's too)."""
+        try:
+            self._db.execute("UPDATE answers SET model_fingerprint = ?, key_version = ?"
+                             " WHERE key = ? AND model_fingerprint IS NULL",
+                             (fingerprint, CACHE_KEY_VERSION, key))
+        except sqlite3.OperationalError as exc:  # recorded at a later hit
+            log.info("%s: could not record the fingerprint of %s: %s", self.path, key, exc)
+
+    def earlier_version_entry(self, key: str) -> CachedAnswer | None:
+        """The entry stored under `key` if an earlier key version stored it (none recorded:
+        it predates key versions and fingerprints)."""
+        row = self._db.execute(f"SELECT {_COLUMNS} FROM answers WHERE key = ? AND"
+                               " model_fingerprint IS NULL AND key_version IS NULL",
+                               (key,)).fetchone()
+        return CachedAnswer(*row) if row else None
 
     # --- in-flight claims -------------------------------------------------------------------
 
@@ -240,6 +439,9 @@ class SQLiteCache:
         `held_by_owner`: another task of the same owner is answering it (wait for that one).
         """
         now = time.time()
+        pending = self._pending.get(key)
+        if pending is not None:
+            return Claim(answer=pending)
         with self._transaction(immediate=True):
             answer = self.get(key)
             if answer is not None:
@@ -256,11 +458,20 @@ class SQLiteCache:
         return Claim(claimed=True)
 
     def renew_claims(self, owner: str, lease_s: float) -> None:
-        self._db.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
-                         (time.time() + lease_s, owner))
+        try:
+            with self._busy_timeout(min(PUT_WAIT_S, self.busy_timeout_s)):
+                self._db.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
+                                 (time.time() + lease_s, owner))
+        except sqlite3.OperationalError as exc:  # renewed at the next beat, or the lease lapses
+            log.warning("%s: could not renew this process's claims: %s", self.path, exc)
 
     def release(self, key: str, owner: str) -> None:
-        self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+        try:
+            with self._busy_timeout(min(PUT_WAIT_S, self.busy_timeout_s)):
+                self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+        except sqlite3.OperationalError as exc:
+            # Left to lapse: its answer (if any) is served before any claim is looked at.
+            log.warning("%s: could not release the claim of %s: %s", self.path, key, exc)
 
     @classmethod
     def read_only(cls, path: str | Path) -> SQLiteCache:
@@ -290,7 +501,8 @@ class SQLiteCache:
 
     # --- export and import ------------------------------------------------------------------
 
-    def export_to(self, path: str | Path, fingerprints: Mapping[str, str] | None = None) -> int:
+    def export_to(self, path: str | Path, fingerprints: Mapping[str, str] | None = None,
+                  sign_with: Ed25519PrivateKey | None = None) -> int:
         """Write every entry to one gzip JSON-lines file (header, then rows); returns the rows.
 
         Each row carries its request and its model's fingerprint, and its key is recomputed
@@ -298,7 +510,10 @@ class SQLiteCache:
         those recorded for its model, `fingerprints` given here, and the fixed ones) that
         reproduces its key; an entry keyed before numbers were normalised gets its canonical
         key. Entries whose key nothing reproduces are refused, all of them named at once.
+        `sign_with`: a private key whose ed25519 signature of the header goes into it
+        (`rubriclab.llm.signing`).
         """
+        self._store_pending()
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         known: dict[str, set[str]] = defaultdict(set)
@@ -354,6 +569,10 @@ class SQLiteCache:
                        for m, fps in sorted(models.items())},
             "sha256": row_sums.hexdigest(),
         }
+        if sign_with is not None:
+            from .signing import SIGNATURE_FIELD, sign_header
+
+            header[SIGNATURE_FIELD] = sign_header(header, sign_with)
         # Two gzip members, header then rows, read back as one stream.
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as out:
@@ -365,18 +584,72 @@ class SQLiteCache:
         tmp.replace(path)
         return count
 
-    def import_from(self, path: str | Path) -> ImportReport:
-        """Add the entries of an exported file, all of them or (on any error) none.
+    def import_from(self, path: str | Path,
+                    trusted: list[Ed25519PublicKey] | None = None) -> ImportReport:
+        """Add the entries of an exported file; on any error in it, none.
 
-        Existing entries are kept and never overwritten: an entry whose answer differs from the
-        file's is counted as conflicting.
+        The whole file is checked first (every row, its key and checksum, and the header's
+        totals and signature), without the database lock; then its rows are written in short
+        transactions of `IMPORT_BATCH_ROWS`, the lock released between them, so running jobs
+        go on writing. `trusted`: public keys one of which must have signed the file (a
+        signature present is always checked). Existing entries are kept and never
+        overwritten: an entry whose answer differs from the file's is counted as conflicting.
         """
         path = Path(path)
+        header, signer = self._check_file(path, trusted)
         added = present = conflicting = 0
-        with open(path, "rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as src, \
-                self._transaction(immediate=True):
+        row_sums = hashlib.sha256()
+        with open(path, "rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as src:
+            lines = _lines(src, path)
+            next(lines, None)
+            batch: list[CachedAnswer] = []
+
+            def write(batch: list[CachedAnswer]) -> None:
+                nonlocal added, present, conflicting
+                with self._transaction(immediate=True):
+                    for entry in batch:
+                        existing = self.get(entry.key)
+                        if existing is None:
+                            self._insert(replace(entry, key_version=CACHE_KEY_VERSION))
+                            added += 1
+                        elif existing.text == entry.text:
+                            present += 1
+                        else:
+                            conflicting += 1
+
+            for line_no, line in lines:
+                try:
+                    answer = _answer_from_row(line)  # again: the file may change meanwhile
+                except ValueError as exc:
+                    raise CacheFileError(path, f"{exc} (the file changed while it was imported;"
+                                         f" {added} entries, each checked, were added)",
+                                         line_no) from None
+                row_sums.update(answer.sha256.encode() + b"\n")
+                batch.append(answer.entry)
+                if len(batch) >= IMPORT_BATCH_ROWS:
+                    write(batch)
+                    batch = []
+            if batch:
+                write(batch)
+        if row_sums.hexdigest() != header["sha256"]:
+            raise CacheFileError(path, f"the file changed while it was imported; {added} "
+                                 "entries, each checked, were added", 1)
+        return ImportReport(added=added, already_present=present, conflicting=conflicting,
+                            signed_by=signer)
+
+    @staticmethod
+    def _check_file(path: Path, trusted: list[Ed25519PublicKey] | None
+                    ) -> tuple[dict[str, Any], str | None]:
+        """Check a whole export file; its header and the id of the key that signed it."""
+        from .signing import SignatureRefused, verify_header
+
+        with open(path, "rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as src:
             lines = _lines(src, path)
             header = _check_header(path, next(lines, (1, ""))[1])
+            try:
+                signer = verify_header(header, trusted)
+            except SignatureRefused as exc:
+                raise CacheFileError(path, str(exc), 1) from None
             row_sums = hashlib.sha256()
             models: Counter = Counter()
             last = 1
@@ -388,27 +661,19 @@ class SQLiteCache:
                     raise CacheFileError(path, str(exc), line_no) from None
                 row_sums.update(answer.sha256.encode() + b"\n")
                 models[answer.entry.model] += 1
-                existing = self.get(answer.entry.key)
-                if existing is None:
-                    self.put(answer.entry)
-                    added += 1
-                elif existing.text == answer.entry.text:
-                    present += 1
-                else:
-                    conflicting += 1
-            rows = last - 1
-            if rows != header["rows"]:
-                raise CacheFileError(path, f"the file holds {rows} rows, its header (line 1) "
-                                     f"says {header['rows']}: rows are missing or were added",
-                                     last + 1)
-            declared = {m: v["rows"] for m, v in header["models"].items()}
-            if dict(models) != declared:
-                raise CacheFileError(path, f"rows per model {dict(sorted(models.items()))} differ "
-                                     f"from the header's {declared}", 1)
-            if row_sums.hexdigest() != header["sha256"]:
-                raise CacheFileError(path, "the rows' checksums do not add up to the header's "
-                                     "(rows reordered, replaced or altered after export)", 1)
-        return ImportReport(added=added, already_present=present, conflicting=conflicting)
+        rows = last - 1
+        if rows != header["rows"]:
+            raise CacheFileError(path, f"the file holds {rows} rows, its header (line 1) "
+                                 f"says {header['rows']}: rows are missing or were added",
+                                 last + 1)
+        declared = {m: v["rows"] for m, v in header["models"].items()}
+        if dict(models) != declared:
+            raise CacheFileError(path, f"rows per model {dict(sorted(models.items()))} differ "
+                                 f"from the header's {declared}", 1)
+        if row_sums.hexdigest() != header["sha256"]:
+            raise CacheFileError(path, "the rows' checksums do not add up to the header's "
+                                 "(rows reordered, replaced or altered after export)", 1)
+        return header, signer
 
 
 class _Transaction:
@@ -505,9 +770,10 @@ def _check_header(path: Path, line: str) -> dict[str, Any]:
     if header.get("format_version") != EXPORT_FORMAT_VERSION:
         raise CacheFileError(path, f"export format version {header.get('format_version')!r}; "
                              f"this rubriclab reads version {EXPORT_FORMAT_VERSION}", 1)
-    if header.get("cache_key_version") != CACHE_KEY_VERSION:
+    if header.get("cache_key_version") not in _READABLE_EXPORT_KEY_VERSIONS:
         raise CacheFileError(path, f"keys of version {header.get('cache_key_version')!r}; this "
-                             f"rubriclab computes version {CACHE_KEY_VERSION}", 1)
+                             f"rubriclab reads versions {list(_READABLE_EXPORT_KEY_VERSIONS)}",
+                             1)
     models = header.get("models")
     if (not _is_int(header.get("rows")) or not isinstance(header.get("sha256"), str)
             or not isinstance(models, dict)
@@ -549,11 +815,19 @@ def _answer_from_row(line: str) -> _Row:
             raise ValueError(f"{name} must be a string, got {row[name]!r}")
     if not row["text"].strip():
         raise ValueError("text is empty: an empty answer is never cached")
-    for name in ("prompt_tokens", "completion_tokens"):
+    for name, most in (("prompt_tokens", MAX_PLAUSIBLE_PROMPT_TOKENS),
+                       ("completion_tokens", MAX_PLAUSIBLE_COMPLETION_TOKENS)):
         if not _is_int(row[name]) or row[name] < 0:
             raise ValueError(f"{name} must be an integer >= 0, got {row[name]!r}")
+        if row[name] > most:
+            raise ValueError(f"row of key {row['key']}: {name} {row[name]:,} is implausible "
+                             f"(more than {most:,} for one answer); the row is refused")
     if row["cost_usd"] is not None and not (_is_number(row["cost_usd"]) and row["cost_usd"] >= 0):
         raise ValueError(f"cost_usd must be a number >= 0 or null, got {row['cost_usd']!r}")
+    if row["cost_usd"] is not None and row["cost_usd"] > MAX_PLAUSIBLE_COST_USD:
+        raise ValueError(f"row of key {row['key']}: cost_usd {row['cost_usd']:,} is implausible "
+                         f"(more than ${MAX_PLAUSIBLE_COST_USD:,.0f} for one answer); the row "
+                         "is refused")
     if not _is_number(row["created_at"]):
         raise ValueError(f"created_at must be a number, got {row['created_at']!r}")
     if _row_sha256(row) != row["sha256"]:

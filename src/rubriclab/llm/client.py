@@ -12,11 +12,12 @@ which stops the run before it passes `llm.budget_usd` (`rubriclab.llm.budget`). 
 asking again cannot cure (authentication, missing credentials, unknown model, bad request) fail
 at once, and a model whose requests keep failing the same way is no longer asked. An answer is
 parsed strictly and re-asked a bounded number of times; it is cached the moment it parses, and
-only then. A model whose answers keep coming back unusable (never parsed, or cut off at every
-budget) is no longer asked either, and the job fails (`UnusableAnswers`). Every request is
-written to the ledger and counted in the progress line. Known secrets (keys in the environment,
-credentials in an `api_base`) are redacted from what it logs, journals and raises
-(`rubriclab.llm.redact`).
+only then (journaled first, so that no paid answer is lost: `rubriclab.llm.journal`); no paid
+call starts without `llm.min_free_disk_mb` free where it is stored. A model whose answers keep
+coming back unusable (never parsed, or cut off at every budget) is no longer asked either, and
+the job fails (`UnusableAnswers`). Every request is written to the ledger and counted in the
+progress line. Known secrets (keys in the environment, credentials in an `api_base`) are
+redacted from what it logs, journals and raises (`rubriclab.llm.redact`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import contextlib
 import logging
 import math
 import random
+import sqlite3
 import time
 import uuid
 from collections import defaultdict
@@ -40,13 +42,15 @@ from .backends import (AnswerCutOff, Backends, DeadlineExceeded, RawAnswer, is_m
 from .batch import BatchOutcome, BatchRunner
 from .budget import (BudgetCannotGuard, BudgetExceeded, Reservation, SpendRecord,
                      spend_record_path, unguarded_message, unguarded_models, usd)
-from .cache import CacheBackend, CachedAnswer, Claim, SQLiteCache, make_answer
+from .cache import (CacheBackend, CachedAnswer, Claim, DiskSpaceLow, SQLiteCache,
+                    free_space_problem, make_answer)
 from .formats import UnparseableAnswer, get_format
-from .ledger import Ledger
+from .ledger import Ledger, attempts_path
 from .progress import Progress
 from .prompt_cache import cache_marked_messages, cacheable_prefixes, min_cacheable_tokens
 from .ratelimit import Booking, RateLimiter, RateLimitWait, estimate_prompt_tokens
-from .request import Completion, Request, Usage, cache_key, legacy_cache_keys
+from .request import (CACHE_KEY_VERSION, Completion, Request, Usage, cache_key,
+                      legacy_cache_keys)
 from .settings import LLMConfig, ModelSettings, check_batch_settings, check_unusable_settings
 
 log = logging.getLogger("rubriclab.llm")
@@ -144,6 +148,8 @@ class LLMClient:
         for settings in (config.defaults, *config.per_model.values()):
             redact.register_url_credentials(settings.api_base)
         redact.install_log_filter()
+        self._disk_stop: str | None = None  # why the run stopped before paying: disk space
+        self._adopted: set[str] = set()  # models served entries of an earlier key version
 
     def close(self) -> None:
         self.batches.close()
@@ -201,6 +207,9 @@ class LLMClient:
                 raise SecretInError(
                     f"{type(exc).__name__}: {redact.redact(str(exc))}") from None
             raise
+        if self._disk_stop is not None:
+            raise DiskSpaceLow(f"'{label}': stopped before paying for more answers: "
+                               f"{self._disk_stop}")
         if self._budget_stop is not None:
             # Whatever `raise_on_failure` says: the job stops; the calls in flight finished and
             # their answers are cached.
@@ -241,7 +250,7 @@ class LLMClient:
             results[i] = self._from_cache(request, key, hit)
             self._record(results[i])
 
-        self._budget_stop = None
+        self._budget_stop = self._disk_stop = None
         for model in sorted({requests[i].model for i in misses}):
             self.backends.check_api_key(model)
             check_batch_settings(model, self.config.settings_for(model), f"model {model!r}")
@@ -284,14 +293,26 @@ class LLMClient:
             while True:
                 completion = None
                 async with limits[request.model]:
-                    if request.model in self._stops or self._budget_stop is not None:
-                        why = self._stops.get(request.model) or self._budget_stop
+                    if self._disk_stop is None:
+                        self._disk_stop = self._disk_problem(request)
+                    stop = self._budget_stop or self._disk_stop
+                    if request.model in self._stops or stop is not None:
+                        why = self._stops.get(request.model) or stop
                         completion = Completion(request=request, key=key, outcome="failed",
                                                 error=f"{NOT_ATTEMPTED}: {why}")
                     else:
                         # Answered since the batch started, or being answered elsewhere?
-                        claim = self._claim(key)
-                        if claim.answer is not None:
+                        try:
+                            claim = self._claim(key)
+                        except sqlite3.OperationalError as exc:  # nothing paid yet
+                            claim = Claim(holder="the cache")
+                            completion = Completion(
+                                request=request, key=key, outcome="failed",
+                                error=f"CacheUnwritable: could not claim it in the cache "
+                                      f"({exc}); nothing was paid, a rerun asks it again")
+                        if completion is not None:
+                            pass
+                        elif claim.answer is not None:
                             completion = self._from_cache(request, key, claim.answer)
                         elif claim.claimed:
                             self._held.add(key)
@@ -421,12 +442,31 @@ class LLMClient:
                     and hasattr(self.cache, "record_fingerprint")):
                 self.cache.record_fingerprint(key, fingerprint)
             return hit
-        earlier = [cache_key(request, fp) for fp in self.backends.earlier_fingerprints(
+        earlier = [cache_key(request, fp) for fp in self.backends.credentialed_fingerprints(
             request.model)]
         for legacy in [*legacy_cache_keys(request, fingerprint), *earlier]:
             old = self.cache.get(legacy)
             if old is not None:
-                migrated = replace(old, key=key, model_fingerprint=fingerprint)
+                migrated = replace(old, key=key, model_fingerprint=fingerprint,
+                                   key_version=CACHE_KEY_VERSION)
+                if migrate:
+                    self.cache.put(migrated)
+                return migrated
+        # Stored under an earlier key version's fingerprint (by a release that recorded none).
+        earlier_entry = getattr(self.cache, "earlier_version_entry", None)
+        for earlier in self.backends.earlier_fingerprints(request.model) if earlier_entry else ():
+            for old_key in [cache_key(request, earlier), *legacy_cache_keys(request, earlier)]:
+                old = earlier_entry(old_key)
+                if old is None:
+                    continue
+                if request.model not in self._adopted:
+                    self._adopted.add(request.model)
+                    log.warning("%s: serving answers an earlier release cached (key version 1, "
+                                "before a model's endpoint was part of its key; it recorded "
+                                "none) as this endpoint's, stored again under this version's "
+                                "keys", request.model)
+                migrated = replace(old, key=key, model_fingerprint=fingerprint,
+                                   key_version=CACHE_KEY_VERSION)
                 if migrate:
                     self.cache.put(migrated)
                 return migrated
@@ -583,6 +623,9 @@ class LLMClient:
     def _record(self, completion: Completion) -> None:
         if self.ledger is not None:
             self.ledger.record(completion)
+        closed = getattr(self.cache, "journal_closed", None)
+        if closed is not None:
+            closed(completion.key)  # its cost is in the attempts journal now
         self._note_usability(completion)
 
     def _note_usability(self, completion: Completion) -> None:
@@ -616,6 +659,31 @@ class LLMClient:
         self._stops[model] = seen.stop
         log.error("%s", seen.stop)
 
+    def _journal_sent(self, request: Request, key: str) -> None:
+        """Before a paid request goes out: a record that outlives a kill, so that its call is
+        billed (`rubriclab.llm.journal`) even if this process never records it."""
+        sent = getattr(self.cache, "journal_sent", None)
+        if sent is None or pricing.is_free(request.model):
+            return
+        ledger = self.ledger
+        try:
+            sent(key, request.model,
+                 str(attempts_path(ledger.path).absolute()) if ledger is not None else None,
+                 ledger.rule if ledger is not None else None,
+                 ledger.run if ledger is not None else None)
+        except OSError as exc:  # the call goes ahead: its ledger row will count it
+            log.error("could not journal a request to %s before sending it: %s",
+                      request.model, exc)
+
+    def _disk_problem(self, request: Request) -> str | None:
+        """Why no answer should be paid for now: too little free space where it is stored."""
+        if request.model.startswith("fake/"):
+            return None
+        folders = [self.config.cache_dir]
+        if self.ledger is not None:
+            folders.append(self.ledger.path.parent)
+        return free_space_problem(folders, int(self.config.min_free_disk_mb * 2**20))
+
     async def _call(self, request: Request, key: str, prior: RawAnswer | None = None
                     ) -> Completion:
         """Ask until an answer parses (then cache it) or the re-asks are spent. `prior`: an
@@ -637,7 +705,7 @@ class LLMClient:
                 if prior is not None and prior.cost_usd and self.spend is not None:
                     self.spend.add(prior.cost_usd)  # a batch's answer: paid, so on the bill
                 raw, used = ((prior, 1) if prior is not None
-                             else await self._attempt(sent, messages, settings, deadline))
+                             else await self._attempt(sent, messages, settings, deadline, key))
                 prior = None
             except _AttemptsExhausted as exhausted:
                 if isinstance(exhausted.cause, AnswerCutOff):
@@ -710,10 +778,16 @@ class LLMClient:
                               reasks=reasks, repeat_prompt_tokens=repeat_prompt_tokens)
 
     async def _attempt(self, request: Request, messages: list[dict[str, str]],
-                       settings: ModelSettings, deadline: float) -> tuple[RawAnswer, int]:
+                       settings: ModelSettings, deadline: float, key: str = ""
+                       ) -> tuple[RawAnswer, int]:
         """One answer, retrying transient failures with exponential backoff and jitter (or
-        the wait the provider asks for), each attempt's timeout cut to the time left."""
+        the wait the provider asks for), each attempt's timeout cut to the time left. `key`:
+        the request's as it was keyed (the journal names the call by it)."""
         for attempt in range(settings.num_retries + 1):
+            disk = self._disk_problem(request)
+            if disk is not None:
+                self._disk_stop = self._disk_stop or disk
+                raise _AttemptsExhausted(DiskSpaceLow(disk), attempt)
             left = deadline - time.monotonic()
             if left <= 0:
                 raise _AttemptsExhausted(DeadlineExceeded(
@@ -733,6 +807,7 @@ class LLMClient:
             try:
                 left = deadline - time.monotonic()
                 timed = replace(settings, timeout_s=max(0.001, min(settings.timeout_s, left)))
+                self._journal_sent(request, key)
                 answer = await self.backends.complete(request, messages, timed)
             except Exception as exc:  # noqa: BLE001 - classified, then retried or reported
                 cut = exc.answer if isinstance(exc, AnswerCutOff) else None

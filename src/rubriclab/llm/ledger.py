@@ -3,7 +3,10 @@
 A stage's ledger is one of its Snakemake outputs, so it holds the requests behind the current
 results (Snakemake deletes it before a rerun, and after a failure). Every call that reached a
 model is also appended to the stage's attempts journal (`attempts_path`), which no run deletes:
-what a killed or replaced run paid stays on the bill.
+what a killed or replaced run paid stays on the bill. A request a killed process had sent and
+never recorded is written to that journal when its answer journal is taken over
+(`rubriclab.llm.journal`): at its answer's cost where the answer arrived, else as
+"paid-unknown" (it may have been billed; its cost is unknown).
 """
 
 from __future__ import annotations
@@ -37,6 +40,35 @@ def attempts_path(ledger_path: str | Path) -> Path:
     """The journal beside a ledger: every call that reached a model, across runs."""
     ledger_path = Path(ledger_path)
     return ledger_path.parent / "attempts" / ledger_path.name
+
+
+PAID_UNKNOWN = "paid-unknown"
+
+
+def recovered_attempt_row(sent: dict, answer: dict | None) -> dict:
+    """The attempts-journal row of a request a process sent and never recorded (it ended
+    first): what its answer cost, or, with no answer, a call of unknown cost."""
+    row = {column: None for column in LEDGER_COLUMNS}
+    row.update(rule=sent.get("rule"), model=sent["model"], key=sent["key"], cached=False,
+               attempts=1, reasks=0, run=sent.get("run"), batch=False, latency_s=0.0,
+               cache_read_tokens=0, cache_write_tokens=0, repeat_prompt_tokens=0)
+    if answer is not None:
+        row.update(outcome="ok", prompt_tokens=answer["prompt_tokens"],
+                   completion_tokens=answer["completion_tokens"], cost_usd=answer["cost_usd"],
+                   error="Recovered: answered, but its process ended before recording it")
+    else:
+        row.update(outcome=PAID_UNKNOWN, prompt_tokens=0, completion_tokens=0, cost_usd=None,
+                   error="PaidUnknown: in flight when its process ended; it may have been billed")
+    return row
+
+
+def append_attempts(path: Path, rows: list[dict]) -> None:
+    """Append rows to an attempts journal (one write, fsynced)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(row) + "\n" for row in rows))
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 @dataclass
@@ -202,7 +234,8 @@ def cost_report_markdown(summary: pd.DataFrame, calls: tuple[int, int] | None = 
         "reached a model in the run that wrote those results; cache hits cost nothing.",
         "Tokens and cost count uncached calls only; `cost of cached` is what the cached answers",
         "cost when first paid for; `earlier runs` are calls that runs of the same stage paid for",
-        "before (killed, failed or replaced runs), from the stage's attempts journal. Costs come",
+        "before (killed, failed or replaced runs), from the stage's attempts journal, with the",
+        "calls a killed process had in flight (`paid-unknown`: of unknown cost). Costs come",
         "from litellm's price map (local models cost $0); a call of unknown price (no price in",
         "the map, or a call that failed) is counted as unknown, never as $0.",
         "`batch` counts uncached calls answered through the provider's batch API (priced at its",

@@ -9,10 +9,21 @@ import numbers
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-# Still 1: numbers are normalised to the type the field declares (temperature 0 -> 0.0), which
-# leaves the key of every entry made with the declared types unchanged; entries made before
-# with an integer temperature or top_p are found through `legacy_cache_keys`.
-CACHE_KEY_VERSION = 1
+# The version of the key derivation, recorded with every entry stored (the cache's key_version
+# column) and in export headers; each version finds the entries of those before it:
+#   1  the first release: a remote model's fingerprint held no endpoint, and numbers kept the
+#      type they were written with (temperature 0 keyed apart from 0.0);
+#   2  a remote model at an `api_base` with no declared fingerprint has the endpoint in its
+#      fingerprint (`Backends.fingerprint`; version 1's is `Backends.earlier_fingerprints`),
+#      and numbers take the type their field declares (version 1's integer forms:
+#      `legacy_cache_keys`). LLMClient.lookup finds a version-1 entry and stores it again
+#      under its version-2 key.
+# The hashed payload still says 1 (`_HASHED_KEY_VERSION`): a request both versions key alike
+# (fake and local models, a remote one at its provider's endpoint or with a declared
+# fingerprint, numbers as floats) keeps its one key. A version whose change touches every key
+# hashes its own number.
+CACHE_KEY_VERSION = 2
+_HASHED_KEY_VERSION = 1
 # litellm's reasoning_effort values (mapped per provider: OpenAI reasoning_effort, Anthropic
 # thinking budgets, Gemini thinking config).
 REASONING_EFFORTS = ("minimal", "low", "medium", "high")
@@ -179,7 +190,7 @@ def _key(payload: dict[str, Any], model_fingerprint: str) -> str:
             del payload[name]
     payload["messages"] = [[m["role"], m["content"]] for m in payload["messages"]]
     payload["model_fingerprint"] = model_fingerprint
-    payload["cache_key_version"] = CACHE_KEY_VERSION
+    payload["cache_key_version"] = _HASHED_KEY_VERSION
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

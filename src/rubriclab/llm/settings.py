@@ -233,6 +233,9 @@ class LLMConfig:
     # The most the run's paid calls may cost together, in dollars (None: no limit): counted
     # across every job of the run in its spend record (rubriclab.llm.budget).
     budget_usd: float | None = None
+    # No paid call starts while the cache's or the ledger's folder has less free space than
+    # this, in MiB (0: never checked), so that every answer paid for can be stored.
+    min_free_disk_mb: float = 100.0
 
     @property
     def cache_path(self) -> Path:
@@ -309,7 +312,15 @@ class LLMConfig:
             progress_interval_s=float(raw.get("progress_interval_s", 5.0)),
             roles=roles,
             budget_usd=_budget(raw.get("budget_usd")),
+            min_free_disk_mb=_min_free(raw.get("min_free_disk_mb", 100.0)),
         )
+
+
+def _min_free(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"llm.min_free_disk_mb: expected a number of MiB >= 0 (0: no check), "
+                         f"got {value!r}")
+    return float(value)
 
 
 def _budget(value: Any) -> float | None:
