@@ -323,7 +323,7 @@ def read_only_folder(tmp_path):
 def test_stats_and_export_read_a_read_only_cache(read_only_folder, tmp_path, capsys):
     folder, freeze = read_only_folder
     _fill(folder)
-    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    before = {p.name: p.read_bytes() for p in folder.rglob('*') if p.is_file()}
     assert set(before) == {"llm_cache.sqlite"}  # closed cleanly: no -wal, no -shm
     freeze()
     assert main(["--cache-dir", str(folder), "cache", "stats"]) == 0
@@ -332,7 +332,7 @@ def test_stats_and_export_read_a_read_only_cache(read_only_folder, tmp_path, cap
     exported = tmp_path / "out.jsonl.gz"
     assert main(["--cache-dir", str(folder), "cache", "export", str(exported)]) == 0
     assert "exported 3 cached answers" in capsys.readouterr().out
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert {p.name: p.read_bytes() for p in folder.rglob('*') if p.is_file()} == before
     # what was exported is whole: it imports into a writable cache
     assert main(["--cache-dir", str(tmp_path / "copy"), "cache", "import", str(exported)]) == 0
     assert "3 added" in capsys.readouterr().out
@@ -349,12 +349,14 @@ def test_read_only_opening_writes_nothing_and_reads_rows_still_in_the_wal(tmp_pa
     subprocess.run([sys.executable, "-c", code, str(folder)], check=True, timeout=120)
     wal = folder / "llm_cache.sqlite-wal"
     assert wal.is_file() and wal.stat().st_size > 0
-    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.name != "llm_cache.sqlite-shm"}
+    before = {p.name: p.read_bytes() for p in folder.rglob("*")
+              if p.is_file() and p.name != "llm_cache.sqlite-shm"}
     with SQLiteCache.read_only(folder / "llm_cache.sqlite") as cache:
         assert cache.counts_by_model() == [("fake/hash", 1)]
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
             cache._db.execute("DELETE FROM answers")
-    after = {p.name: p.read_bytes() for p in folder.iterdir() if p.name != "llm_cache.sqlite-shm"}
+    after = {p.name: p.read_bytes() for p in folder.rglob("*")
+              if p.is_file() and p.name != "llm_cache.sqlite-shm"}
     assert after == before
 
 

@@ -289,7 +289,12 @@ class SQLiteCache:
     def journal_dir(self) -> Path:
         return answer_journal.journal_dir(self.path)
 
+    _read_only = False
+
     def close(self) -> None:
+        if self._read_only:
+            self._db.close()
+            return
         self._store_pending(self.busy_timeout_s)
         if self._journal is not None:
             self._journal.close()
@@ -482,7 +487,11 @@ class SQLiteCache:
             raise FileNotFoundError(f"no cache at {path}")
         cache = cls.__new__(cls)
         cache.path = path
+        cache.busy_timeout_s = BUSY_TIMEOUT_S
         cache._db = _connect_read_only(path)
+        # no journal is taken over or written: what it holds is stored by the next writer
+        cache._pending, cache._warned, cache._journal = {}, set(), None
+        cache._read_only = True
         return cache
 
     # --- counts -----------------------------------------------------------------------------
