@@ -177,5 +177,5 @@ def test_a_config_of_a_few_keys_is_told_to_name_a_shipped_config_first(schema):
     with pytest.raises(ConfigError) as error:
         validate_config(only_a_reviser, schema)
     message = str(error.value)
-    assert "'datasets' is a required property" in message
+    assert "config key 'datasets' is missing" in message
     assert "--configfile config/config.yaml yours.yaml" in message
