@@ -1,8 +1,13 @@
 """What the batch tests against the rehearsal server share: the three providers' models, a
-config pointing one of them at the server in batch mode, and requests to it."""
+config pointing one of them at the server in batch mode, requests to it, and the fixtures
+(sentinel keys in the environment, a fault-free rehearsal server, each provider in turn) that
+a test module imports by name."""
+
+import pytest
 
 from rubriclab.llm import LLMConfig, ModelSettings, Request
 from rubriclab.llm.batch import BatchStore
+from rubriclab.rehearsal.server import FaultMix, RehearsalServer
 
 MODELS = {"openai": "openai/gpt-4o-mini-2024-07-18", "gemini": "gemini/gemini-2.5-flash",
           "anthropic": "anthropic/claude-sonnet-4-5-20250929"}
@@ -41,3 +46,20 @@ def stored_jobs(cache_dir):
 def paid(server, provider):
     """Requests the server answered for a provider, batch rows and ordinary calls: each paid."""
     return server.stats.requests[provider]
+
+
+@pytest.fixture(autouse=True)
+def env_keys(monkeypatch):
+    for name in KEY_VARIABLES:
+        monkeypatch.setenv(name, SENTINEL)
+
+
+@pytest.fixture
+def server():
+    with RehearsalServer(faults=FaultMix.none()) as running:
+        yield running
+
+
+@pytest.fixture(params=sorted(MODELS))
+def provider(request):
+    return request.param

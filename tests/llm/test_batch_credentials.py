@@ -9,28 +9,11 @@ import pytest
 from rubriclab.llm import Ledger, LLMClient
 from rubriclab.llm.backends import PLACEHOLDER_API_KEY, MissingAPIKey
 from rubriclab.llm.batch import BatchRunner, BatchStore
-from rubriclab.rehearsal.server import FaultMix, RehearsalServer
 
+from .batch_setup import env_keys, provider, server  # noqa: F401  (fixtures)
 from .batch_setup import KEY_VARIABLES, MODELS, SENTINEL, config, paid, questions
 
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "x-goog-api-key")
-
-@pytest.fixture(autouse=True)
-def env_keys(monkeypatch):
-    for name in KEY_VARIABLES:
-        monkeypatch.setenv(name, SENTINEL)
-
-
-@pytest.fixture
-def server():
-    with RehearsalServer(faults=FaultMix.none()) as running:
-        yield running
-
-
-@pytest.fixture(params=sorted(MODELS))
-def provider(request):
-    return request.param
-
 
 def _leaks(server):
     return [(method, path, name) for method, path, headers in server.headers_seen

@@ -5,26 +5,9 @@ failed and batched anew by the next run; never blocked."""
 import pytest
 
 from rubriclab.llm import LLMClient
-from rubriclab.rehearsal.server import FaultMix, RehearsalServer
 
-from .batch_setup import KEY_VARIABLES, MODELS, SENTINEL, config, paid, questions, stored_jobs
-
-@pytest.fixture(autouse=True)
-def env_keys(monkeypatch):
-    for name in KEY_VARIABLES:
-        monkeypatch.setenv(name, SENTINEL)
-
-
-@pytest.fixture
-def server():
-    with RehearsalServer(faults=FaultMix.none()) as running:
-        yield running
-
-
-@pytest.fixture(params=sorted(MODELS))
-def provider(request):
-    return request.param
-
+from .batch_setup import env_keys, provider, server  # noqa: F401  (fixtures)
+from .batch_setup import KEY_VARIABLES, SENTINEL, config, paid, questions, stored_jobs
 
 def _forget_results(monkeypatch, api):
     """The provider still knows the batch but no longer has its results (404)."""

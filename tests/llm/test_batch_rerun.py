@@ -12,21 +12,9 @@ import time
 import pytest
 
 from rubriclab.llm import Ledger, LLMClient
-from rubriclab.rehearsal.server import FaultMix, RehearsalServer
 
-from .batch_setup import KEY_VARIABLES, MODELS, SENTINEL, config, paid, questions, stored_jobs
-
-
-@pytest.fixture(autouse=True)
-def env_keys(monkeypatch):
-    for name in KEY_VARIABLES:
-        monkeypatch.setenv(name, SENTINEL)
-
-
-@pytest.fixture
-def server():
-    with RehearsalServer(faults=FaultMix.none()) as running:
-        yield running
+from .batch_setup import env_keys, server  # noqa: F401  (fixtures)
+from .batch_setup import MODELS, config, paid, questions, stored_jobs
 
 
 def _job(cache_dir, url, provider, numbers):
