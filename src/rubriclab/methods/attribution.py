@@ -95,6 +95,15 @@ def attribute(verdicts: pd.DataFrame, labels: pd.DataFrame, *,
                              pd.DataFrame(rows, columns=RATE_COLUMNS), level, RATE_METHOD)
 
 
+def _every_item_in(ids: pd.Series, source, others: pd.Series, missing: str) -> None:
+    """Raise InputError naming the first row of `source` whose item is not among `others`."""
+    absent = ~ids.isin(set(others)).to_numpy()
+    if absent.any():
+        position = int(absent.nonzero()[0][0])
+        raise InputError(source.name, "item_id",
+                         f"{source.row(position)}: item {ids.iloc[position]!r} {missing}")
+
+
 def verdict_matrix(verdicts: pd.DataFrame, labels: pd.DataFrame, *,
                    verdicts_name: str = "verdicts", labels_name: str = "labels") -> Evidence:
     """The long verdict table and the labels as a fails matrix (items x checks).
@@ -113,20 +122,8 @@ def verdict_matrix(verdicts: pd.DataFrame, labels: pd.DataFrame, *,
     keys = pd.DataFrame({"item_id": item_ids, "check_id": check_ids})
     tables.unique_rows(keys, source, "check_id", "item and check")
 
-    known = set(label_ids)
-    unlabelled = ~item_ids.isin(known).to_numpy()
-    if unlabelled.any():
-        position = int(unlabelled.nonzero()[0][0])
-        raise InputError(source.name, "item_id",
-                         f"{source.row(position)}: item {item_ids.iloc[position]!r} has no row "
-                         f"in {label_source.name}")
-    judged = set(item_ids)
-    unjudged = ~label_ids.isin(judged).to_numpy()
-    if unjudged.any():
-        position = int(unjudged.nonzero()[0][0])
-        raise InputError(label_source.name, "item_id",
-                         f"{label_source.row(position)}: item {label_ids.iloc[position]!r} has "
-                         f"no verdicts in {source.name}")
+    _every_item_in(item_ids, source, label_ids, f"has no row in {label_source.name}")
+    _every_item_in(label_ids, label_source, item_ids, f"has no verdicts in {source.name}")
 
     checks = list(dict.fromkeys(check_ids))
     wide = (pd.DataFrame({"item_id": item_ids, "check_id": check_ids, "fails": ~passed})
