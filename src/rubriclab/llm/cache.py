@@ -1,8 +1,10 @@
 """The call cache: successful answers only, keyed by `request.cache_key`, never expiring.
 
-`CacheBackend` is the small interface the runner needs; `SQLiteCache` implements it in WAL mode
-so that several Snakemake jobs on one machine can read and write at once. (SQLite must not live
-on NFS; a cluster run would put another backend behind the same interface.)
+`CacheBackend` is the small interface the runner needs; `AnswerStore` is what every full
+backend shares (the answer journal, export, import). `SQLiteCache` implements it in WAL mode
+so that several Snakemake jobs on one machine can read and write at once (SQLite must not live
+on NFS); `rubriclab.llm.cache_pg.PostgresCache` on a PostgreSQL server, for jobs on several
+hosts. `open_cache` picks the one a config names (a postgresql:// URL, else the folder).
 
 Beside the answers it keeps in-flight claims: the process about to pay for a request claims its
 key for a lease it renews while it works; another process that needs the same answer waits for

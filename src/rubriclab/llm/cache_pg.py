@@ -115,8 +115,9 @@ def connect(url: str, read_only: bool = False):
     URL (without its password) when there is none."""
     psycopg = _psycopg()
     options = {"application_name": "rubriclab", "connect_timeout": CONNECT_TIMEOUT_S}
-    if read_only:
-        options["options"] = "-c default_transaction_read_only=on"
+    if read_only:  # beside the URL's own options (a search_path, say)
+        own = psycopg.conninfo.conninfo_to_dict(url).get("options") or ""
+        options["options"] = f"{own} -c default_transaction_read_only=on".strip()
     try:
         return psycopg.connect(url, autocommit=True, **options)
     except psycopg.Error as exc:
@@ -404,3 +405,47 @@ class PostgresCache(AnswerStore):
     def models_without_fingerprint(self) -> list[str]:
         return [m for (m,) in self._run(
             "SELECT DISTINCT model FROM answers WHERE model_fingerprint IS NULL ORDER BY model")]
+
+
+class LedgerRows:
+    """The rows of one ledger file, written to the `ledger_rows` table as they are recorded."""
+
+    def __init__(self, url: str, ledger: str):
+        self.url, self.ledger = url, ledger
+        self.location = shown_url(url)
+        self._db = None
+        self._warned = False
+
+    def add(self, row: dict[str, Any], attempt: bool) -> None:
+        psycopg = _psycopg()
+        from psycopg.types.json import Jsonb
+
+        try:
+            if self._db is None or self._db.broken or self._db.closed:
+                self._db = connect(self.url)
+                create_schema(self._db)
+            self._db.execute("INSERT INTO ledger_rows (host, ledger, attempt, row)"
+                             " VALUES (%s, %s, %s, %s)",
+                             (socket.gethostname(), self.ledger, attempt, Jsonb(row)))
+        except (psycopg.Error, CacheUnavailable) as exc:
+            if not self._warned:  # the ledger file has the row; the database misses it
+                self._warned = True
+                log.warning("%s: could not write ledger rows of %s (they are in the file): "
+                            "%s", self.location, self.ledger, exc)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+def read_ledger_rows(url: str, ledger: str | None = None) -> list[dict[str, Any]]:
+    with contextlib.closing(connect(url, read_only=True)) as db:
+        (table,) = db.execute("SELECT to_regclass('ledger_rows')").fetchone()
+        if table is None:
+            return []
+        where, params = ("WHERE ledger = %s", (ledger,)) if ledger is not None else ("", ())
+        rows = db.execute("SELECT host, ledger, attempt, written_at, row FROM ledger_rows "
+                          f"{where} ORDER BY id", params).fetchall()
+    return [{"host": h, "ledger": lg, "attempt": a, "written_at": w, "row": r}
+            for h, lg, a, w, r in rows]

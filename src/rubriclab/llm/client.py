@@ -129,6 +129,8 @@ class LLMClient:
         self.config = config
         self.role = role  # the part its models play, unless a request or a run names another
         self.ledger = ledger
+        if ledger is not None and config.cache_url:
+            ledger.send_rows_to(config.cache_url)  # where every host's rows meet
         self.cache = cache if cache is not None else open_cache(config)
         self.backends = Backends(config)
         self.batches = BatchRunner(config, before_submit=self._reserve_batch)
