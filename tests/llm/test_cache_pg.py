@@ -75,6 +75,29 @@ def test_an_empty_database_is_no_cache_to_read(pg_backend, tmp_path, capsys):
     assert "no cache at postgresql://" in capsys.readouterr().err
 
 
+def test_a_connection_the_server_ended_is_made_again(pg_backend, tmp_path):
+    """A restarted server or a dropped connection: the next statement reconnects, so a job
+    goes on (a transaction under way fails instead, and its answer stays journaled)."""
+    with pg_backend.open(tmp_path) as cache:
+        cache.put(make_answer("k", ask("q"), "Yes", 1, 1, 0.0, "fake-v1"))
+        (pid,) = cache._db.execute("SELECT pg_backend_pid()").fetchone()
+        with psycopg.connect(pg_backend.url(tmp_path), autocommit=True) as db:
+            db.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        assert cache.get("k").text == "Yes"
+        assert cache.claim("k2", "me", lease_s=30).claimed
+        (again,) = cache._db.execute("SELECT pg_backend_pid()").fetchone()
+    assert again != pid
+
+
+def test_validation_names_a_cache_server_that_does_not_answer(tmp_path, monkeypatch):
+    from rubriclab.validate import cache_dir_problems
+
+    monkeypatch.setenv("RUBRICLAB_CACHE", f"postgresql://lab:pw-12345678@/c?host={tmp_path}")
+    [problem] = cache_dir_problems({"cache_dir": str(tmp_path / "local"), "llm": {}})
+    assert problem.startswith("the model-call cache: cannot reach the cache database")
+    assert "pw-12345678" not in problem and "start the server" in problem
+
+
 # --- claims: leases, fencing tokens, no pid check --------------------------------------------
 
 def test_a_lapsed_claim_is_taken_over_with_a_larger_token_and_its_old_holder_fenced_off(

@@ -222,17 +222,33 @@ class PostgresCache(AnswerStore):
         self._db.execute("SELECT set_config('lock_timeout', %s, false)",
                          (f"{max(1, int(seconds * 1000))}ms",))
 
+    _depth = 0  # transactions open on this connection
+
     def _run(self, sql: str, params: Any = None) -> Any:
+        """One statement; outside a transaction, asked once more on a new connection where
+        the old one broke (a restarted server, a connection the server ended)."""
         with self._lock:
             self._ensure()
-            return self._db.execute(sql, params)
+            try:
+                return self._db.execute(sql, params)
+            except _psycopg().OperationalError:
+                if self._depth or not self._db.broken:
+                    raise
+                log.warning("%s: the connection to the cache database broke; reconnecting",
+                            self.location)
+                self._ensure()
+                return self._db.execute(sql, params)
 
     @contextlib.contextmanager
     def _transaction(self, immediate: bool = False) -> Iterator[None]:
         with self._lock:
             self._ensure()
-            with self._db.transaction():
-                yield
+            self._depth += 1
+            try:
+                with self._db.transaction():
+                    yield
+            finally:
+                self._depth -= 1
 
     @contextlib.contextmanager
     def _busy_timeout(self, seconds: float) -> Iterator[None]:
