@@ -169,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
                 for model, count in store.counts_by_model():
                     print(f"{count:8d}  {model}")
                 print(f"{len(store):8d}  total ({store.location})")
+                paid = getattr(store, "paid_requests", None)
+                if paid is not None:  # a PostgreSQL cache: every host's ledger rows
+                    calls, distinct = paid()
+                    ratio = f"{calls / distinct:.3f}" if distinct else "-"
+                    print(f"{calls:8d}  requests paid for by the runs' jobs, {distinct} distinct "
+                          f"({ratio} per distinct request)")
         except ValueError as exc:
             what = "nothing was imported" if args.action == "import" else "nothing was written"
             if "were added" in str(exc):  # the file changed during the import: said in exc

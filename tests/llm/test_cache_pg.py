@@ -223,6 +223,8 @@ def test_ledger_rows_reach_the_database_from_every_host(pg_backend, tmp_path):
     # The two calls that reached the model, as in the attempts journal; the third was cached.
     attempts = [json.loads(line) for line in attempts_path(ledger_path).read_text().splitlines()]
     assert [r["row"] for r in rows if r["attempt"]] == attempts and len(attempts) == 2
+    with pg_backend.read_only(tmp_path / "cache") as cache:
+        assert cache.paid_requests() == (2, 2)
 
 
 # --- export and import between the backends --------------------------------------------------
@@ -250,6 +252,7 @@ def test_an_export_from_sqlite_imports_into_postgresql_and_back(pg_backend, tmp_
     out = capsys.readouterr().out
     assert "       5  fake/hash" in out and "       1  openai/stub" in out
     assert "       6  total (postgresql://" in out
+    assert "0  requests paid for by the runs' jobs, 0 distinct (- per distinct request)" in out
     assert main(["--cache-dir", url, "cache", "export", "pg.jsonl.gz"]) == 0
     assert main(["--cache-dir", str(tmp_path / "again"), "cache", "import", "pg.jsonl.gz"]) == 0
     assert "6 added" in capsys.readouterr().out

@@ -418,6 +418,14 @@ class PostgresCache(AnswerStore):
     def __len__(self) -> int:
         return int(self._run("SELECT COUNT(*) FROM answers").fetchone()[0])
 
+    def paid_requests(self) -> tuple[int, int]:
+        """(requests that reached a model, distinct requests among them) over the ledger rows
+        every host wrote here: equal when no request was paid for twice (as
+        `ledger.calls_per_distinct_request` counts a run's ledgers)."""
+        calls, distinct = self._run("SELECT COUNT(*), COUNT(DISTINCT row->>'key')"
+                                    " FROM ledger_rows WHERE attempt").fetchone()
+        return int(calls), int(distinct)
+
     def models_without_fingerprint(self) -> list[str]:
         return [m for (m,) in self._run(
             "SELECT DISTINCT model FROM answers WHERE model_fingerprint IS NULL ORDER BY model")]
