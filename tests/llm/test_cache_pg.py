@@ -265,3 +265,35 @@ def test_an_export_from_sqlite_imports_into_postgresql_and_back(pg_backend, tmp_
     cache = PostgresCache(url, local_dir=tmp_path / "local")  # served from the server
     with LLMClient(LLMConfig(cache_dir=tmp_path / "local"), cache=cache) as replay:
         assert all(a.cached for a in replay.run([ask(f"q{i}") for i in range(5)]))
+
+
+def test_a_batch_run_keeps_its_store_on_the_server_for_every_host(pg_backend, tmp_path,
+                                                                   monkeypatch):
+    """A batch submitted from one host is in the database: another host (its own folder) sees
+    the collected job and is served its answers from the cache, with no second batch."""
+    from rubriclab.llm.batch_pg import PostgresBatchStore
+    from rubriclab.rehearsal.server import FaultMix, RehearsalServer
+
+    from .test_batch import MODEL, questions, settings
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
+    with RehearsalServer(faults=FaultMix.none()) as server:
+        def host(name):
+            return LLMClient(LLMConfig(cache_dir=tmp_path / name,
+                                       cache_url=pg_backend.url(tmp_path),
+                                       per_model={MODEL: ModelSettings(**settings(server))},
+                                       progress_interval_s=0.05))
+
+        with host("a") as client:
+            answers = client.run(questions())
+        assert all(a.batch and a.outcome == "ok" for a in answers)
+        with host("b") as client:
+            again = client.run(questions())
+        assert all(a.cached for a in again) and server.batches.calls["create"] == 1
+    store = PostgresBatchStore(pg_backend.url(tmp_path))
+    try:
+        (job,) = store.all()
+        assert job.status == "collected" and len(store.requests_of(job.job_key)) == 4
+    finally:
+        store.close()
+    assert not (tmp_path / "a" / "llm_batches.sqlite").exists()

@@ -42,7 +42,7 @@ from .backends import (AnswerCutOff, Backends, DeadlineExceeded, RawAnswer, is_m
 from .batch import BatchOutcome, BatchRunner
 from .budget import (BudgetCannotGuard, BudgetExceeded, Reservation, SpendRecord,
                      spend_record_path, unguarded_message, unguarded_models, usd)
-from .cache import (CacheBackend, CachedAnswer, Claim, DiskSpaceLow, SQLiteCache, open_cache,
+from .cache import (CacheBackend, CachedAnswer, Claim, DiskSpaceLow, open_cache,
                     free_space_problem, make_answer)
 from .formats import UnparseableAnswer, get_format
 from .ledger import Ledger, attempts_path
