@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import os
-import socket
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -274,6 +273,8 @@ class LLMConfig:
         take over each other's files."""
         if self.cache_url is None:
             return self.cache_dir
+        import socket
+
         return self.cache_dir / "hosts" / socket.gethostname()
 
     @property

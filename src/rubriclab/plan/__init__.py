@@ -35,7 +35,7 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
                *, free_text_share: float | None = DEFAULT_FREE_TEXT_SHARE, cores: int = 1,
                targets: list[str] | None = None):
     """(per-job plan table, markdown, config digest); writes nothing but the prepared data."""
-    from rubriclab.llm.cache import SQLiteCache, open_cache
+    from rubriclab.llm.cache import SQLiteCache
     from rubriclab.llm.settings import LLMConfig
 
     from .dag import load_workflow, run_model_free_prefix
@@ -50,6 +50,8 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
     cache_path = (llm.cache_path if llm.cache_path.is_absolute()
                   else workflow.workdir / llm.cache_path)
     if llm.cache_url:  # read only: a plan writes nothing to the server
+        from rubriclab.llm.cache import open_cache
+
         try:
             cache = open_cache(llm, read_only=True)
         except FileNotFoundError:  # a database with no cache yet
