@@ -165,12 +165,22 @@ def test_an_answer_and_its_claims_release_are_one_transaction(pg_backend, tmp_pa
     assert claims(pg_backend, tmp_path) == []
 
 
+def test_claims_still_held_end_with_their_cache_not_with_their_lease(pg_backend, tmp_path):
+    """A job that stops on an error (its cache closed, not killed) frees its keys at once."""
+    with pg_backend.open(tmp_path) as stopping, pg_backend.open(tmp_path) as other:
+        assert stopping.claim("k", "stopping", lease_s=3600).claimed
+        assert other.claim("other-key", "other", lease_s=3600).claimed
+        stopping.close()
+        assert [key for key, _, _ in claims(pg_backend, tmp_path)] == ["other-key"]
+        assert other.claim("k", "other", lease_s=30).claimed
+
+
 def test_lease_times_are_the_servers_clock(pg_backend, tmp_path):
     with pg_backend.open(tmp_path) as cache:
         cache.claim("k", "me", lease_s=600)
-    with psycopg.connect(pg_backend.url(tmp_path), autocommit=True) as db:
-        left = db.execute("SELECT expires_at - extract(epoch from clock_timestamp())"
-                          " FROM claims").fetchone()[0]
+        with psycopg.connect(pg_backend.url(tmp_path), autocommit=True) as db:
+            left = db.execute("SELECT expires_at - extract(epoch from clock_timestamp())"
+                              " FROM claims").fetchone()[0]
     assert 590 < left <= 600
 
 

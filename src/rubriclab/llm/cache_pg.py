@@ -207,6 +207,14 @@ class PostgresCache(AnswerStore):
         return journal_dir(self.url, self._local_dir)
 
     def _close_db(self) -> None:
+        # Claims still held end with their cache (a job that stops on an error frees its keys
+        # now, not when their leases run out; only a killed one leaves them to lapse).
+        if self._tokens and not self._read_only:
+            try:
+                self._run("DELETE FROM claims WHERE token = ANY(%s)", (list(self._tokens.values()),))
+            except self._refusals as exc:
+                log.warning("%s: claims left to lapse: %s", self.location, exc)
+            self._tokens.clear()
         self._db.close()
 
     def __enter__(self) -> PostgresCache:
