@@ -10,8 +10,9 @@ import subprocess
 import sys
 import time
 
-import psycopg
 import pytest
+
+psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL backend needs psycopg")
 
 from rubriclab.cli import main
 from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelSettings, Request
@@ -31,6 +32,16 @@ def ask(text, model="fake/hash"):
 def claims(backend, where):
     with psycopg.connect(backend.url(where), autocommit=True) as db:
         return db.execute("SELECT key, owner, token FROM claims ORDER BY key").fetchall()
+
+
+def test_without_server_binaries_the_postgresql_tests_say_what_is_missing(monkeypatch):
+    from . import postgres_server
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(postgres_server, "SEARCH", ["/nonexistent/bin"])
+    why = postgres_server.missing()
+    assert why.startswith("no PostgreSQL server binaries initdb, pg_ctl, postgres on PATH")
+    assert "/nonexistent/bin" in why
 
 
 # --- choosing the backend -----------------------------------------------------------------
