@@ -349,7 +349,9 @@ def embedding_key(fingerprint: str, text: str) -> str:
 
 
 def embedding_cache_path(config: LLMConfig) -> Path:
-    return config.cache_path.parent / EMBED_CACHE_FILENAME
+    # The cache folder; with a PostgreSQL call cache, this host's folder in it (a SQLite file
+    # must not be shared over a network filesystem; vectors are free to compute again).
+    return config.local_dir / EMBED_CACHE_FILENAME
 
 
 class EmbeddingCache:

@@ -113,15 +113,42 @@ class Ledger:
         line = json.dumps(row) + "\n"
         self._fh.write(line)
         self._fh.flush()
-        if not completion.cached and completion.attempts and self._journal is not None:
+        attempt = bool(not completion.cached and completion.attempts)
+        if attempt and self._journal is not None:
             self._journal.write(line)
             self._journal.flush()
+        if self._database is not None:
+            self._database.add(row, attempt)
+
+    _database = None
+
+    def send_rows_to(self, cache_url: str) -> None:
+        """Also write every row (and, marked, every row of the attempts journal) to the
+        PostgreSQL cache database at `cache_url`, where the rows of every host of a run meet
+        (`database_ledger_rows`). The files stay the record: a row the server refuses is
+        logged and skipped."""
+        from .cache_pg import LedgerRows
+
+        self._database = LedgerRows(cache_url, str(self.path.absolute()))
 
     def close(self) -> None:
         for fh in (self._fh, self._journal):
             if fh is not None:
                 fh.close()
         self._fh = self._journal = None
+        if self._database is not None:
+            self._database.close()
+            self._database = None
+
+
+def database_ledger_rows(cache_url: str, ledger: str | Path | None = None) -> list[dict]:
+    """The ledger rows written to the PostgreSQL cache database at `cache_url` (of one ledger
+    file, by its absolute path, or all), oldest first: dicts with `host`, `ledger`, `attempt`
+    (the row is also in that ledger's attempts journal: the call reached a model),
+    `written_at` and `row`."""
+    from .cache_pg import read_ledger_rows
+
+    return read_ledger_rows(cache_url, None if ledger is None else str(Path(ledger).absolute()))
 
 
 def read_ledgers(paths: list[Path]) -> pd.DataFrame:

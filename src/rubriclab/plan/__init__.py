@@ -49,7 +49,15 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
     llm = LLMConfig.from_dict(workflow.config["llm"], cache_dir=workflow.config["cache_dir"])
     cache_path = (llm.cache_path if llm.cache_path.is_absolute()
                   else workflow.workdir / llm.cache_path)
-    cache = SQLiteCache(cache_path) if cache_path.is_file() else None
+    if llm.cache_url:  # read only: a plan writes nothing to the server
+        from rubriclab.llm.cache import open_cache
+
+        try:
+            cache = open_cache(llm, read_only=True)
+        except FileNotFoundError:  # a database with no cache yet
+            cache = None
+    else:
+        cache = SQLiteCache(cache_path) if cache_path.is_file() else None
     try:
         rows = plan_workflow(workflow, StandIn(free_text_share), cache)
     finally:
