@@ -18,9 +18,10 @@ requests the run no longer asks are kept in the store and serve them when a late
 A batch the provider no longer knows (404 on its poll or on its results) is marked "gone" and
 its requests follow `batch_fallback`.
 
-Credentials follow the rule of ordinary calls (`backends.api_key_to_send`): a server that needs
-no key (`placeholder_api_key`) gets the placeholder, never the environment's key, on every
-batch call; a batched model whose key is missing stops before the first call
+Credentials follow the rule of ordinary calls (`backends.api_key_to_send`): an `api_base` that
+is not the provider's own API never gets the environment's provider key, on any batch call
+(the key `api_key_env` names, else the placeholder), nor does a server that needs no key
+(`placeholder_api_key`); a batched model whose key is missing stops before the first call
 (`BatchRunner.check_credentials`).
 
 This module only submits, polls and reads results; `LLMClient` parses each answer with its
@@ -338,7 +339,8 @@ class BatchRunner:
         settings = self.config.settings_for(model)
         provider = provider_of(model)
         if api_key_to_send(provider, settings) is None:
-            names = " or ".join(PROVIDER_KEY_VARIABLES.get(provider, ())) or "its key"
+            names = (f"{settings.api_key_env} (api_key_env)" if settings.api_key_env else
+                     " or ".join(PROVIDER_KEY_VARIABLES.get(provider, ())) or "its key")
             raise MissingAPIKey(
                 f"model {model!r} has batch: true, and its batch calls need the environment "
                 f"variable {names}; set it before running (keys are read from the "
