@@ -45,7 +45,7 @@ from typing import Any, Protocol, TypeVar
 from .backends import (PROVIDER_KEY_VARIABLES, MissingAPIKey, RawAnswer, api_key_to_send,
                        is_retryable, prompt_cache_tokens)
 from .budget import BudgetExceeded
-from .cache import open_wal_database
+from .cache import DiskSpaceLow, open_wal_database
 from .litellm_import import import_litellm
 from .pricing import price, provider_of
 from .request import Request
@@ -227,11 +227,14 @@ class BatchOutcome:
     running: bool = False
     # Never submitted: its batch would have taken the run's bill past its budget.
     over_budget: bool = False
+    # Never submitted: too little free disk space to store its answers (llm.min_free_disk_mb).
+    disk_low: bool = False
 
 
-# Called before a new batch is submitted, with its model, requests and messages: books the
-# batch's worst case on the run's bill (raising BudgetExceeded to refuse it) and returns what
-# releases that booking once the batch's answers are read and billed one by one.
+# Called before a new batch is submitted, with its model, requests and messages: checks the
+# free disk space (raising DiskSpaceLow to refuse it), books the batch's worst case on the
+# run's bill (raising BudgetExceeded), journals its requests as sent, and returns what releases
+# that booking once the batch's answers are read and billed one by one.
 BeforeSubmit = Callable[[str, dict[str, Request], dict[str, list[dict[str, Any]]]],
                         Callable[[], None]]
 
@@ -388,10 +391,12 @@ class BatchRunner:
             for release in releases:  # each answer is on the bill now, at what it cost
                 release()
             return outcomes
-        except BudgetExceeded as exc:
+        except (BudgetExceeded, DiskSpaceLow) as exc:
             log.warning("batch of %s for %d requests not submitted: %s", model, len(requests),
                         exc)
-            return {k: BatchOutcome(None, str(exc), over_budget=True) for k in requests}
+            budget = isinstance(exc, BudgetExceeded)
+            return {k: BatchOutcome(None, str(exc), over_budget=budget, disk_low=not budget)
+                    for k in requests}
         except _GaveUp as exc:
             return {k: BatchOutcome(None, str(exc), exc.batch_id, running=exc.running)
                     for k in requests}

@@ -131,7 +131,7 @@ class LLMClient:
         self.ledger = ledger
         self.cache = cache if cache is not None else SQLiteCache(config.cache_path)
         self.backends = Backends(config)
-        self.batches = BatchRunner(config, before_submit=self._reserve_batch)
+        self.batches = BatchRunner(config, before_submit=self._before_batch)
         # Shared by every process of the run: the schedule of each model's requests and tokens
         # (beside the cache) and the run's bill (beside its ledgers).
         self.limiter = RateLimiter(config.cache_dir / "rate_limits.sqlite")
@@ -397,8 +397,11 @@ class LLMClient:
         hit = self.cache.get(key)
         if hit is not None:  # answered meanwhile (a duplicate request, another job)
             return self._from_cache(request, key, hit)
-        if outcome.over_budget:
-            self._budget_stop = self._budget_stop or outcome.error
+        if outcome.over_budget or outcome.disk_low:
+            if outcome.over_budget:
+                self._budget_stop = self._budget_stop or outcome.error
+            else:
+                self._disk_stop = self._disk_stop or outcome.error
             return Completion(request=request, key=key, outcome="failed",
                               error=f"{NOT_ATTEMPTED}: {outcome.error}", batch=True)
         answer = outcome.answer
@@ -497,6 +500,20 @@ class LLMClient:
         budget = self.config.budget_usd
         return self.spend.reserve(worst, math.inf if budget is None else budget,
                                   f"a call to {request.model!r}")
+
+    def _before_batch(self, model: str, requests: dict[str, Request],
+                      messages: dict[str, list[dict]]) -> Callable[[], None]:
+        """Before a new batch is paid for, as before an ordinary call: DiskSpaceLow where too
+        little space is free to store its answers; its worst case booked on the run's bill
+        (`_reserve_batch`); each of its requests journaled as sent, so that a job killed
+        while it runs leaves them on the bill. What releases the booking."""
+        disk = self._disk_problem(next(iter(requests.values())))
+        if disk is not None:
+            raise DiskSpaceLow(disk)
+        release = self._reserve_batch(model, requests, messages)
+        for key, request in requests.items():
+            self._journal_sent(request, key)
+        return release
 
     def _reserve_batch(self, model: str, requests: dict[str, Request],
                        messages: dict[str, list[dict]]) -> Callable[[], None]:
