@@ -7,6 +7,7 @@ import pytest
 
 from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelCallsFailed, ModelSettings, Request
 from rubriclab.llm import backends
+from rubriclab.llm.client import UnusableAnswers
 from rubriclab.llm.backends import PLACEHOLDER_API_KEY, MissingAPIKey
 from rubriclab.llm.cache import make_answer
 
@@ -77,7 +78,9 @@ def test_client_errors_are_not_retried(tmp_path, status):
 
 def test_unparseable_answers_are_reasked_with_the_instruction_then_reported(tmp_path):
     with ScriptedOpenAIServer(["Probably.", "It depends.", "Hard to say."]) as server:
-        with client_for(tmp_path, server, max_reasks=2) as client:
+        # its only answer unusable: the job fails at its end (LLMClient.finish)
+        with pytest.raises(UnusableAnswers), client_for(tmp_path, server,
+                                                        max_reasks=2) as client:
             (answer,) = client.run([judge()])
             assert answer.outcome == "unparseable" and answer.reasks == 2
             assert len(client.cache) == 0

@@ -58,6 +58,12 @@ log = logging.getLogger("rubriclab.llm")
 # An in-flight claim lasts this long unless its holder renews it (every third of it).
 CLAIM_LEASE_S = 30.0
 NOT_ATTEMPTED = "NotAttempted"
+UNUSABLE_ADVICE = (
+    "Unusable answers are not cached, so a rerun asks them again: change the model, or its"
+    " prompt or answer format; for answers cut off at their budget, a larger max_tokens or"
+    " llm.per_model.<model>.budget_doublings; or, if such answers are expected, raise"
+    " llm.per_model.<model>.max_unusable_in_a_row / max_unusable_share (or"
+    " unusable_min_answers)")
 
 
 class StandIn(Protocol):
@@ -165,8 +171,28 @@ class LLMClient:
     def __enter__(self) -> LLMClient:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        try:
+            if exc_type is None:
+                self.finish()
+        finally:
+            self.close()
+
+    def finish(self) -> None:
+        """The job's end (leaving `with LLMClient(...)` without an error): UnusableAnswers
+        where every answer a model gave the job (one or more) was unusable, though too few to
+        reach `max_unusable_in_a_row` or `unusable_min_answers`, so that no job exits 0 with
+        nothing usable. Not for `fake/` models, whose answers never parse by design (the dry
+        pipeline's agent), nor where `max_unusable_share` is 1 (any share is expected)."""
+        hopeless = sorted(m for m, seen in self._usability.items()
+                          if seen.answers and seen.unusable == seen.answers
+                          and seen.stop is None and not m.startswith("fake/")
+                          and self.config.settings_for(m).max_unusable_share < 1)
+        if hopeless:
+            raise UnusableAnswers(redact.redact(
+                "; ".join(f"every answer of model {m!r} in this job was unusable: "
+                          f"{self._usability[m].describe()}" for m in hopeless)
+                + f". {UNUSABLE_ADVICE}"))
 
     def key_for(self, request: Request) -> str:
         get_format(request.response_format)
@@ -222,11 +248,7 @@ class LLMClient:
             raise UnusableAnswers(redact.redact(
                 f"'{label}': " + "; ".join(self._usability[m].stop for m in stopped_unusable)
                 + f"; {sum(c.outcome == 'failed' for c in completions)} of {len(completions)}"
-                " requests not answered. Unusable answers are not cached, so a rerun asks them"
-                " again: change the model, or its prompt or answer format; for answers cut off"
-                " at their budget, a larger max_tokens or llm.per_model.<model>.budget_doublings;"
-                " or, if such answers are expected, raise llm.per_model.<model>."
-                "max_unusable_in_a_row / max_unusable_share (or unusable_min_answers)"))
+                f" requests not answered. {UNUSABLE_ADVICE}"))
         failed = [c for c in completions if c.outcome == "failed"]
         if failed and raise_on_failure:
             stopped = "".join(f"; {reason}" for reason in self._stops.values())
