@@ -281,9 +281,11 @@ class LLMClient:
             if any(self.config.batch_for(model, requests[i].role or self.role) for i in misses
                    if requests[i].model == model):
                 self.batches.check_credentials(model)
+        held = self._held_by_stored_batches(requests, keys, misses)
         batched: dict[str, list[int]] = defaultdict(list)
         for i in misses:
-            if self.config.batch_for(requests[i].model, requests[i].role or self.role):
+            if (self.config.batch_for(requests[i].model, requests[i].role or self.role)
+                    or keys[i] in held):
                 claim = self._claim(keys[i])
                 if claim.answer is not None:  # answered since the lookup
                     results[i] = self._from_cache(requests[i], keys[i], claim.answer)
@@ -368,18 +370,26 @@ class LLMClient:
 
         async def answer_batch(model: str, indices: list[int]) -> None:
             unique = {keys[i]: requests[i] for i in indices}
+            # Not batched now (batch: false since): its requests a stored batch holds are
+            # collected from it, and nothing new is submitted.
+            submit = any(self.config.batch_for(model, requests[i].role or self.role)
+                         for i in indices)
             try:
+                self.batches.store.clean_answers(lambda k: self.cache.get(k) is not None)
                 outcomes = await self.batches.run(
-                    model, unique, {key: self._messages_for(r, key) for key, r in unique.items()})
+                    model, unique, {key: self._messages_for(r, key) for key, r in unique.items()},
+                    submit=submit)
 
                 async def settle(i: int) -> None:
                     async with limits[model]:
                         results[i] = await self._settle(requests[i], keys[i],
-                                                        outcomes[keys[i]])
+                                                        outcomes[keys[i]], submit)
                     self._record(results[i])
                     progress.advance(results[i])
 
                 await asyncio.gather(*(settle(i) for i in indices))
+                # Served (cached and billed, or asked otherwise): no longer kept.
+                self.batches.store.forget_answers(model, list(unique))
             finally:
                 for key in unique:
                     self._held.discard(key)
@@ -413,12 +423,17 @@ class LLMClient:
         marked = self._cache_marks.get(key)
         return cache_marked_messages(request, marked) if marked else request.message_dicts()
 
-    async def _settle(self, request: Request, key: str, outcome: BatchOutcome) -> Completion:
+    async def _settle(self, request: Request, key: str, outcome: BatchOutcome,
+                      batched: bool = True) -> Completion:
         """A completion from what a batch gave one request: its answer (parsed, re-asked as
-        ordinary calls if it does not parse), else an ordinary call or a failure."""
+        ordinary calls if it does not parse), else an ordinary call or a failure. `batched`
+        False: the model is no longer batched, so a request its stored batch did not answer
+        is asked as an ordinary call, whatever `batch_fallback` says."""
         hit = self.cache.get(key)
         if hit is not None:  # answered meanwhile (a duplicate request, another job)
             return self._from_cache(request, key, hit)
+        if outcome.unsent:  # never in a batch: an ordinary call, as any other of the run
+            return await self._call(request, key)
         if outcome.over_budget or outcome.disk_low:
             if outcome.over_budget:
                 self._budget_stop = self._budget_stop or outcome.error
@@ -432,7 +447,7 @@ class LLMClient:
         error = redact.redact(outcome.error or (f"batch {outcome.batch_id}: the answer was cut "
                                                 "off at its budget or empty"))
         settings = self.config.settings_for(request.model)
-        if outcome.running or settings.batch_fallback == "fail":
+        if outcome.running or (batched and settings.batch_fallback == "fail"):
             log.warning("request to %s failed: %s", request.model, error)
             spent = answer or RawAnswer("", 0, 0, 0.0)
             return Completion(request=request, key=key, outcome="failed",
@@ -455,6 +470,22 @@ class LLMClient:
                                    usage.completion_tokens + answer.completion_tokens,
                                    usage.cache_read_tokens + answer.cache_read_tokens,
                                    usage.cache_write_tokens + answer.cache_write_tokens))
+
+    def _held_by_stored_batches(self, requests: list[Request], keys: list[str],
+                                misses: list[int]) -> set[str]:
+        """Keys of misses not batched now that a stored batch holds (or has answered): they
+        are collected from it, never paid for again as ordinary calls (docs/batches.md)."""
+        by_model: dict[str, set[str]] = defaultdict(set)
+        for i in misses:
+            if not self.config.batch_for(requests[i].model, requests[i].role or self.role):
+                by_model[requests[i].model].add(keys[i])
+        held: set[str] = set()
+        for model, model_keys in sorted(by_model.items()):
+            found = self.batches.stored_keys(model, model_keys)
+            if found:
+                self.batches.check_credentials(model)
+                held |= found
+        return held
 
     def lookup(self, request: Request, key: str, migrate: bool = True) -> CachedAnswer | None:
         """The cached answer of `key`; or one stored under a key of the same request from
