@@ -385,11 +385,11 @@ class LLMClient:
                         results[i] = await self._settle(requests[i], keys[i],
                                                         outcomes[keys[i]], submit)
                     self._record(results[i])
+                    # Served (cached and billed, or asked otherwise): no longer kept.
+                    self.batches.store.forget_answers(model, [keys[i]])
                     progress.advance(results[i])
 
                 await asyncio.gather(*(settle(i) for i in indices))
-                # Served (cached and billed, or asked otherwise): no longer kept.
-                self.batches.store.forget_answers(model, list(unique))
             finally:
                 for key in unique:
                     self._held.discard(key)
