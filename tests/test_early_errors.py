@@ -233,6 +233,11 @@ def _bad_api_base(config):
     config["llm"] = {"per_model": {"openai/served": {"api_base": "localhost:8000/v1"}}}
 
 
+def _api_base_without_its_key(config):
+    config["models"]["judge"] = "openai/served"
+    config["llm"] = {"per_model": {"openai/served": {"api_base": "http://127.0.0.1:8000/v1"}}}
+
+
 def _grok_effort(config):
     config["models"]["judge"] = "xai/grok-4"
     config["llm"] = {"roles": {"judge": {"reasoning_effort": "high"}}}
@@ -247,6 +252,8 @@ def _missing_mirror(config):
     (_long_run_name, "config key 'run': 300 characters"),
     (_bad_api_base, "llm.per_model['openai/served'].api_base: 'localhost:8000/v1' is not an "
                     "http(s) URL"),
+    (_api_base_without_its_key, "llm.per_model['openai/served'].api_base: "
+                                "'http://127.0.0.1:8000/v1' is not openai's own API"),
     (_grok_effort, "config key 'llm.roles.judge.reasoning_effort' ('high') for model "
                    "'xai/grok-4'"),
     (_missing_mirror, "config key 'data_mirror' (or the environment variable "

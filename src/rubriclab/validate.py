@@ -8,6 +8,9 @@
   (`fake/` and `local/` are rubriclab's own); checked at parse time, so a dry run catches it.
 - `budget_problems`: under llm.budget_usd, the models of the jobs about to run that have no
   known price, so the budget could not count their calls; checked when the run starts.
+- `endpoint_problems`: a remote model at an `api_base` that is not its provider's own API,
+  with neither `api_key_env` nor `placeholder_api_key`: the provider's key in the environment
+  is never sent there, so the config says which key it gets (parse time).
 - `missing_keys`: remote models of the jobs about to run whose API key is not in the
   environment and of which the cache holds no answer (so the run could not get far); checked
   when the run starts, by the model layer's own credential rule (`Backends.missing_api_keys`).
@@ -190,6 +193,25 @@ def model_problems(models: Mapping[str, str],
             hint = f"; did you mean '{close[0]}/{name}'?" if close else ""
             problems.append(f"config key '{key}': model {model!r}: litellm knows no provider "
                             f"{provider!r}{hint}")
+    return problems
+
+
+def endpoint_problems(config: Mapping[str, Any]) -> list[str]:
+    """One line per remote model (named by the config, or in llm.per_model) whose `api_base`
+    is not its provider's own API and names neither `api_key_env` nor `placeholder_api_key`
+    (`rubriclab.llm.backends.endpoint_key_problem`)."""
+    from .llm.backends import endpoint_key_problem
+    from .llm.settings import LLMConfig
+
+    raw = config.get("llm") or {}
+    llm = LLMConfig.from_dict(raw, cache_dir=config.get("cache_dir"))
+    models = [*(raw.get("per_model") or {}), *configured_models(config)]
+    problems: list[str] = []
+    for model in dict.fromkeys(models):
+        where = f"llm.per_model[{model!r}]" if model in llm.per_model else "llm.defaults"
+        problem = endpoint_key_problem(model, llm.settings_for(model), where)
+        if problem and problem not in problems:
+            problems.append(problem)
     return problems
 
 

@@ -22,8 +22,10 @@ def api_base(url, provider):
 
 
 def config(cache_dir, url, provider, **extra):
+    # batch_max_wait_s: room for a loaded machine (the first poll of a process may take seconds);
+    # a test that gives up waiting sets its own.
     values = dict(api_base=api_base(url, provider), batch=True, batch_poll_s=0.05,
-                  batch_max_wait_s=30, timeout_s=5, num_retries=2, backoff_s=0.01,
+                  batch_max_wait_s=120, timeout_s=5, num_retries=2, backoff_s=0.01,
                   max_backoff_s=0.02)
     values.update(extra)
     return LLMConfig(cache_dir=cache_dir, per_model={MODELS[provider]: ModelSettings(**values)},

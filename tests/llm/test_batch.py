@@ -12,6 +12,7 @@ import time
 import pytest
 
 from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelCallsFailed, ModelSettings, Request
+from rubriclab.llm.client import UnusableAnswers
 from rubriclab.llm.batch import BatchNotSupported, BatchStore
 from rubriclab.llm.pricing import price
 from rubriclab.rehearsal.server import FaultMix, RehearsalServer
@@ -236,7 +237,9 @@ def test_a_batch_past_its_max_wait_fails_this_run_and_is_collected_by_the_next(t
 def test_an_unparseable_batch_answer_is_reasked_as_an_ordinary_call(tmp_path, server):
     server.faults = FaultMix(0, 0, 0, 0, 0, refusal=1.0, long_think=0, latency_s=(0.0, 0.0))
     server.keep_bodies = True
-    with LLMClient(config(tmp_path, server, max_reasks=1)) as client:
+    # its only answer unusable: the job fails at its end (LLMClient.finish)
+    with pytest.raises(UnusableAnswers), LLMClient(config(tmp_path, server,
+                                                          max_reasks=1)) as client:
         (answer,) = client.run(questions(1, max_tokens=64), raise_on_failure=False)
         assert answer.outcome == "unparseable" and answer.batch and answer.reasks == 1
         assert answer.attempts == 2 and len(client.cache) == 0

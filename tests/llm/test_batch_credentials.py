@@ -14,6 +14,10 @@ from .batch_setup import env_keys, provider, server  # noqa: F401  (fixtures)
 from .batch_setup import KEY_VARIABLES, MODELS, SENTINEL, config, paid, questions
 
 CREDENTIAL_HEADERS = ("authorization", "x-api-key", "x-goog-api-key")
+# The variable `api_key_env` names: the loopback server's own key.
+SERVER_KEY = "LOOPBACK_SERVER_API_KEY"
+SERVER_SECRET = "sk-loopback-server-own-key"
+
 
 def _leaks(server):
     return [(method, path, name) for method, path, headers in server.headers_seen
@@ -69,24 +73,52 @@ def test_a_server_that_needs_no_key_takes_batches_without_any_key_in_the_environ
 @pytest.mark.parametrize("check_api_key", [True, False])
 def test_missing_credentials_stop_a_batched_model_before_any_request(tmp_path, server, provider,
                                                                     monkeypatch, check_api_key):
+    """The key `api_key_env` names is not set: nothing is sent. At the provider's own API
+    (no api_base), the provider's variable is not set: the batch runner refuses too."""
     for name in KEY_VARIABLES:
         monkeypatch.delenv(name)
+    monkeypatch.delenv(SERVER_KEY, raising=False)
     server.keep_headers = True
     variable = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
                 "gemini": "GEMINI_API_KEY"}[provider]
     ledger_path = tmp_path / "ledger.jsonl"
-    cfg = config(tmp_path / "cache", server.url, provider, check_api_key=check_api_key)
+    cfg = config(tmp_path / "cache", server.url, provider, check_api_key=check_api_key,
+                 api_key_env=SERVER_KEY)
     with LLMClient(cfg, ledger=Ledger(ledger_path, "r")) as client:
-        with pytest.raises(MissingAPIKey, match=rf"{MODELS[provider]}.*{variable}"):
+        with pytest.raises(MissingAPIKey, match=rf"{MODELS[provider]}.*{SERVER_KEY}"):
             client.run(questions(provider, range(3)))
     assert server.headers_seen == [] and paid(server, provider) == 0
     assert ledger_path.read_text() == ""
     # The batch runner itself refuses too, before any call.
-    runner = BatchRunner(cfg)
-    try:
-        with pytest.raises(MissingAPIKey, match=variable):
-            asyncio.run(runner.run(MODELS[provider], {
-                str(i): r for i, r in enumerate(questions(provider, range(2)))}))
-    finally:
-        runner.close()
+    for settings, named in ((cfg, SERVER_KEY),
+                            (config(tmp_path / "cache", server.url, provider,
+                                    check_api_key=check_api_key, api_base=None), variable)):
+        runner = BatchRunner(settings)
+        try:
+            with pytest.raises(MissingAPIKey, match=named):
+                asyncio.run(runner.run(MODELS[provider], {
+                    str(i): r for i, r in enumerate(questions(provider, range(2)))}))
+        finally:
+            runner.close()
     assert server.headers_seen == []
+
+
+@pytest.mark.parametrize("key_env", [None, SERVER_KEY])
+def test_an_api_base_that_is_not_the_providers_never_receives_the_environments_key(
+        tmp_path, server, provider, monkeypatch, key_env):
+    """No placeholder_api_key: the endpoint gets the key its api_key_env names, else the
+    placeholder; the provider's key in the environment reaches it on no batch call."""
+    monkeypatch.setenv(SERVER_KEY, SERVER_SECRET)
+    server.keep_headers = True
+    cfg = config(tmp_path / "cache", server.url, provider, api_key_env=key_env)
+    with LLMClient(cfg) as client:
+        answers = client.run(questions(provider, range(3)))
+    assert all(a.outcome == "ok" and a.batch for a in answers)
+    assert paid(server, provider) == server.stats.batch_rows[provider] == 3
+    assert server.headers_seen and _leaks(server) == []
+    credentials = [value for _, _, headers in server.headers_seen
+                   for name, value in headers.items() if name in CREDENTIAL_HEADERS]
+    expected = SERVER_SECRET if key_env else PLACEHOLDER_API_KEY
+    assert len(credentials) >= len(server.headers_seen) - server.batch_apis[provider].calls[
+        "upload"]
+    assert credentials and all(expected in value for value in credentials), credentials

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from rubriclab.llm import Ledger, LLMClient
+from rubriclab.llm.cache import make_answer
 
 from .batch_setup import env_keys, server  # noqa: F401  (fixtures)
 from .batch_setup import MODELS, config, paid, questions, stored_jobs
@@ -107,3 +108,102 @@ def test_a_batch_a_run_gave_up_on_is_collected_by_a_rerun_with_other_misses(tmp_
         answers = client.run(questions(provider, [1, 4]))
     assert all(a.outcome == "ok" and a.batch and not a.cached for a in answers)
     assert api.calls["create"] == 2 and paid(server, provider) == 8
+
+
+def _gave_up_on(cache_dir, server, provider, numbers):
+    """A run that stopped waiting (batch_max_wait_s) for its batch, which stays in progress."""
+    server.batch_apis[provider].hold = True
+    with LLMClient(config(cache_dir, server.url, provider, batch_max_wait_s=0.2)) as client:
+        answers = client.run(questions(provider, numbers), raise_on_failure=False)
+    assert all(a.outcome == "failed" and "still" in a.error for a in answers)
+    assert paid(server, provider) == 0
+    server.batch_apis[provider].hold = False
+
+
+@pytest.mark.parametrize("provider", sorted(MODELS))
+def test_a_rerun_with_batch_turned_off_collects_the_stored_batch_first(tmp_path, server,
+                                                                       provider):
+    """batch: false after a stored batch of 6 that had not ended: the rerun of those 6 and 2
+    more collects the batch (6 batch rows at the server) and asks only the 2 others as
+    ordinary calls; no new batch, each request paid once."""
+    cache_dir = tmp_path / "cache"
+    _gave_up_on(cache_dir, server, provider, range(6))
+    api = server.batch_apis[provider]
+    ledger_path = tmp_path / "ledger.jsonl"
+    with LLMClient(config(cache_dir, server.url, provider, batch=False),
+                   ledger=Ledger(ledger_path, "r")) as client:
+        answers = client.run(questions(provider, range(8)))
+    assert [a.outcome for a in answers] == ["ok"] * 8
+    assert [a.batch for a in answers] == [True] * 6 + [False] * 2
+    assert paid(server, provider) == 8 and server.stats.batch_rows[provider] == 6
+    assert api.calls["create"] == 1  # the stored batch only
+    assert [j.status for j in stored_jobs(cache_dir)] == ["collected"]
+    rows = [json.loads(line) for line in ledger_path.read_text().splitlines()]
+    assert len(rows) == 8 and all(r["cost_usd"] > 0 for r in rows)
+
+
+def test_a_rerun_with_batch_turned_off_is_served_the_kept_answers(tmp_path, server):
+    """The stored batch of 6 collected by a batched run that asked 4 of them; with batch off,
+    a run asking the other 2 gets the answers kept for them, paying nothing."""
+    provider = "openai"
+    cache_dir = tmp_path / "cache"
+    _gave_up_on(cache_dir, server, provider, range(6))
+    with LLMClient(config(cache_dir, server.url, provider)) as client:
+        client.run(questions(provider, [0, 2, 3, 5]))
+    assert paid(server, provider) == 6 and _kept(cache_dir) == 2
+    with LLMClient(config(cache_dir, server.url, provider, batch=False)) as client:
+        answers = client.run(questions(provider, [1, 4]))
+    assert all(a.outcome == "ok" and a.batch and not a.cached for a in answers)
+    assert paid(server, provider) == 6 and _kept(cache_dir) == 0
+
+
+def _kept(cache_dir):
+    from rubriclab.llm.batch import BatchStore
+
+    store = BatchStore(cache_dir / BatchStore.FILE_NAME)
+    try:
+        return store.kept_count()
+    finally:
+        store.close()
+
+
+def test_kept_answers_are_removed_once_cached_and_stay_until_then(tmp_path, server,
+                                                                  monkeypatch):
+    """batch_answers is cleaned: an answer kept for a request the collecting run did not ask
+    stays stored until it is cached (a run killed in between loses it not, nor pays again),
+    is removed once it is, and one whose request another job answered is removed too."""
+    from rubriclab.llm.cache import SQLiteCache
+
+    provider = "openai"
+    cache_dir = tmp_path / "cache"
+    _gave_up_on(cache_dir, server, provider, range(6))
+    with LLMClient(config(cache_dir, server.url, provider)) as client:
+        client.run(questions(provider, [0, 1, 2, 3]))
+    assert paid(server, provider) == 6 and _kept(cache_dir) == 2  # for 4 and 5
+
+    # Killed as the kept answer of 4 is cached: it stays kept, so the rerun is served it.
+    original_put = SQLiteCache.put
+
+    def killed_at_put(store, answer):
+        raise KeyboardInterrupt("killed before the answer was cached")
+
+    monkeypatch.setattr(SQLiteCache, "put", killed_at_put)
+    with pytest.raises(KeyboardInterrupt):
+        with LLMClient(config(cache_dir, server.url, provider)) as client:
+            client.run(questions(provider, [4]))
+    monkeypatch.setattr(SQLiteCache, "put", original_put)
+    assert _kept(cache_dir) == 2
+    with LLMClient(config(cache_dir, server.url, provider)) as client:
+        (answer,) = client.run(questions(provider, [4]))
+    assert answer.outcome == "ok" and answer.batch and not answer.cached
+    assert paid(server, provider) == 6 and _kept(cache_dir) == 1
+
+    # 5 is answered by another job (here: its answer put in the cache as a job would);
+    # the next batched run removes its kept answer, asked or not.
+    with LLMClient(config(cache_dir, server.url, provider)) as client:
+        (five,) = questions(provider, [5])
+        key = client.key_for(client.prepare(five))
+        client.cache.put(make_answer(key, client.prepare(five), "Yes", 3, 1, 0.0,
+                                     client.backends.fingerprint(five.model)))
+        client.run(questions(provider, [6]))
+    assert _kept(cache_dir) == 0 and paid(server, provider) == 7

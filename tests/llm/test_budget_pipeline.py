@@ -45,6 +45,7 @@ def test_a_budget_stops_the_run_and_a_larger_one_finishes_it_from_the_cache(tmp_
             "models": {"judge": JUDGE},
             "llm": {"budget_usd": budget,
                     "per_model": {JUDGE: {"api_base": server.api_base, "concurrency": 2,
+                                          "placeholder_api_key": True,
                                           "backoff_s": 0.0}}},
             "datasets": {"summedits": {"evaluation": {"correct": 2, "flawed": 2},
                                        "calibration": {"correct": 2, "flawed": 2}}},

@@ -6,6 +6,8 @@ import time
 import pytest
 
 from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelCallsFailed, ModelSettings, Request
+from rubriclab.llm import backends
+from rubriclab.llm.client import UnusableAnswers
 from rubriclab.llm.backends import PLACEHOLDER_API_KEY, MissingAPIKey
 from rubriclab.llm.cache import make_answer
 
@@ -76,7 +78,9 @@ def test_client_errors_are_not_retried(tmp_path, status):
 
 def test_unparseable_answers_are_reasked_with_the_instruction_then_reported(tmp_path):
     with ScriptedOpenAIServer(["Probably.", "It depends.", "Hard to say."]) as server:
-        with client_for(tmp_path, server, max_reasks=2) as client:
+        # its only answer unusable: the job fails at its end (LLMClient.finish)
+        with pytest.raises(UnusableAnswers), client_for(tmp_path, server,
+                                                        max_reasks=2) as client:
             (answer,) = client.run([judge()])
             assert answer.outcome == "unparseable" and answer.reasks == 2
             assert len(client.cache) == 0
@@ -158,6 +162,9 @@ def test_an_authentication_error_is_not_retried_and_stops_the_batch(tmp_path):
 def test_missing_credentials_fail_at_once_with_the_clients_message(tmp_path, monkeypatch):
     """litellm reports a missing key as a server error (500); it is not retried."""
     monkeypatch.delenv("OPENAI_API_KEY")
+    # As at the provider's own API, where litellm reads the key from the environment itself
+    # (the stub server, not the provider's, would be sent the placeholder).
+    monkeypatch.setattr(backends, "explicit_api_key", lambda model, settings: None)
     with ScriptedOpenAIServer([], then="Yes") as server:
         with client_for(tmp_path, server, check_api_key=False, num_retries=4) as client:
             (answer,) = client.run([judge()], raise_on_failure=False)

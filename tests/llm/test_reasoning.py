@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from rubriclab.llm import LLMClient, LLMConfig, Request
+from rubriclab.llm.client import UnusableAnswers
 from rubriclab.rehearsal.server import FaultMix, ReasoningModel, RehearsalServer
 
 VERDICT = [{"role": "system", "content": "You grade."},
@@ -91,7 +92,8 @@ def test_an_answer_whose_budget_went_to_reasoning_is_never_parsed(tmp_path, serv
     counted as unusable (outcome "unparseable", the error says why); never read as "No" and
     never cached."""
     config = llm_config(tmp_path, server)  # no room for reasoning: 4, 8, 16 tokens < 300
-    with LLMClient(config) as client:
+    # its only answer unusable: the job fails at its end (LLMClient.finish)
+    with pytest.raises(UnusableAnswers), LLMClient(config) as client:
         (answer,) = client.run([verdict("openai/thinker")], raise_on_failure=False)
         assert len(client.cache) == 0
     assert answer.outcome == "unparseable" and answer.parsed is None
@@ -121,7 +123,7 @@ def test_gemini_thinking_by_default_needs_room(tmp_path, server):
     short = llm_config(tmp_path / "a", server)
     roomy = llm_config(tmp_path / "b", server,
                        per_model={"gemini/gemini-2.5-flash": {"reasoning_tokens": 1024}})
-    with LLMClient(short) as client:
+    with pytest.raises(UnusableAnswers), LLMClient(short) as client:
         (cut,) = client.run([verdict("gemini/gemini-2.5-flash")], raise_on_failure=False)
     with LLMClient(roomy) as client:
         (fits,) = client.run([verdict("gemini/gemini-2.5-flash")])

@@ -17,12 +17,16 @@ from rubriclab.llm.request import cache_key
 from .loopback import LoopbackServer, answers, echoes_key_in_401
 
 MODEL = "openai/stub-judge"
+SERVER_KEY = "STUB_SERVER_API_KEY"
 
 
 @pytest.fixture
 def sentinel(monkeypatch):
+    """A key in the environment: the provider's, and the stub server's (`api_key_env`; an
+    endpoint that is not the provider's is never sent the provider's key)."""
     key = f"sk-sentinel-{uuid.uuid4().hex}"
     monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv(SERVER_KEY, key)
     return key
 
 
@@ -61,7 +65,8 @@ def test_a_key_echoed_in_a_401_is_written_to_no_file_log_or_exception(tmp_path, 
     with LoopbackServer(echoes_key_in_401) as server:
         cfg = LLMConfig(cache_dir=cfg.cache_dir,
                         defaults=ModelSettings(api_base=server.api_base, backoff_s=0.0,
-                                               timeout_s=5.0, concurrency=2))
+                                               timeout_s=5.0, concurrency=2,
+                                               api_key_env=SERVER_KEY))
         with LLMClient(cfg, ledger=Ledger(ledger, "judge")) as client:
             with pytest.raises(ModelCallsFailed) as failed:
                 client.run([judge(f"claim {i}") for i in range(4)])

@@ -138,3 +138,72 @@ def test_limits_that_cannot_work_are_refused_naming_the_key(key, value):
         LLMConfig.from_dict({"per_model": {"fake/yes": {key: value}}})
     with pytest.raises(ValueError, match=rf"llm.defaults\.{key}"):
         LLMConfig.from_dict({"defaults": {key: value}})
+
+
+def test_a_job_whose_every_answer_is_unusable_fails_at_its_end_below_the_limits(tmp_path):
+    """3 answers, all "Maybe": too few for max_unusable_in_a_row (10) or unusable_min_answers
+    (10), so the run returns them; the job's end (leaving `with LLMClient`) fails."""
+    with LoopbackServer(answers("Maybe")) as server:
+        with pytest.raises(UnusableAnswers) as failed:
+            with LLMClient(config(tmp_path, server.api_base)) as client:
+                completions = client.run([judge(f"claim {i}") for i in range(3)])
+                assert [c.outcome for c in completions] == ["unparseable"] * 3
+    assert len(server.requests) == 3 * 3  # each asked, and re-asked twice
+    message = str(failed.value)
+    assert f"every answer of model {MODEL!r} in this job was unusable" in message
+    assert "3 of 3 answers unusable (100%)" in message and "'Maybe'" in message
+    assert "max_unusable_share" in message and "change the model" in message
+
+
+def test_a_job_with_one_usable_answer_or_that_expects_unusable_ones_ends_normally(tmp_path):
+    def first_only(body, headers):
+        return 200, ("Yes" if body["messages"][0]["content"].endswith(" 0") else "Maybe"), "stop"
+
+    with LoopbackServer(first_only) as server:
+        with LLMClient(config(tmp_path, server.api_base, max_reasks=0)) as client:
+            outcomes = [c.outcome for c in client.run([judge(f"claim {i}") for i in range(3)])]
+    assert outcomes == ["ok", "unparseable", "unparseable"]
+    with LoopbackServer(answers("Maybe")) as server:
+        with LLMClient(config(tmp_path / "b", server.api_base, max_reasks=0,
+                              max_unusable_share=1.0)) as client:
+            client.run([judge(f"claim {i}") for i in range(3)])
+    with LLMClient(config(tmp_path / "c")) as client:  # fake/: never parses by design
+        client.run([judge("step 0", "fake/unparseable")])
+
+
+def test_the_end_of_job_check_does_not_hide_an_error_leaving_the_job(tmp_path):
+    with pytest.raises(KeyError, match="the job's own error"):
+        with LoopbackServer(answers("Maybe")) as server:
+            with LLMClient(config(tmp_path, server.api_base, max_reasks=0)) as client:
+                client.run([judge("claim 0")])
+                raise KeyError("the job's own error")
+
+
+JOB = """
+import sys
+from pathlib import Path
+from rubriclab.llm import LLMClient, LLMConfig, ModelSettings, Request
+
+settings = ModelSettings(api_base={api_base!r}, max_reasks=0, backoff_s=0.0, timeout_s=5.0)
+with LLMClient(LLMConfig(cache_dir=Path({tmp!r}) / "cache", defaults=settings)) as client:
+    client.run([Request.chat({model!r}, [{{"role": "user", "content": f"claim {{i}}"}}],
+                             response_format="yes_no", max_tokens=4) for i in range(2)])
+print("wrote the job's outputs")
+"""
+
+
+def test_a_job_process_whose_every_answer_is_unusable_exits_non_zero(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    with LoopbackServer(answers("Maybe")) as server:
+        script = tmp_path / "job.py"
+        script.write_text(JOB.format(tmp=str(tmp_path), api_base=server.api_base, model=MODEL))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+                   OPENAI_API_KEY="sk-test-not-a-secret")
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                              text=True, timeout=300)
+    assert done.returncode != 0 and "wrote the job's outputs" not in done.stdout
+    assert "UnusableAnswers" in done.stderr and "2 of 2 answers unusable (100%)" in done.stderr
+    assert len(server.requests) == 2

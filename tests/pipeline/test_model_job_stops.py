@@ -37,15 +37,19 @@ def test_a_key_echoed_by_the_judges_server_is_in_no_file_of_the_run(tmp_path):
     key = f"sk-sentinel-{uuid.uuid4().hex}"
     judge = "openai/echoing-judge"
     with LoopbackServer(echoes_key_in_401) as server:
-        config = write_config(tmp_path, judge, n=2, api_base=server.api_base)
+        config = write_config(tmp_path, judge, n=2, api_base=server.api_base,
+                              api_key_env="JUDGE_SERVER_API_KEY")
         # the paper's second judge string is a fake one: leave it out
         values = yaml.safe_load(config.read_text())
         values["carry"]["judges"] = [judge]
         config.write_text(yaml.safe_dump(values))
+        provider_key = f"sk-provider-{uuid.uuid4().hex}"
         result = run(tmp_path, config, "--", TARGET, check=False,
-                     env={"OPENAI_API_KEY": key})
+                     env={"JUDGE_SERVER_API_KEY": key, "OPENAI_API_KEY": provider_key})
     assert result.returncode != 0
+    # the server got the key its api_key_env names, never the provider's from the environment
     assert server.headers and server.headers[0]["authorization"] == f"Bearer {key}"
+    assert all(provider_key not in str(h) for h in server.headers)
     holding = [p for p in tmp_path.rglob("*")
                if p.is_file() and key.encode() in p.read_bytes()]
     assert holding == []

@@ -25,6 +25,7 @@ from rubriclab.validate import (
     check_call_settings,
     coerce_command_line,
     configured_models,
+    endpoint_problems,
     mirror_problems,
     model_problems,
     raise_if,
@@ -48,6 +49,7 @@ raise_if(
     model_problems(configured_models(_validated)), "model strings that cannot be called"
 )
 raise_if(mirror_problems(_validated), "invalid configuration")
+raise_if(endpoint_problems(_validated), "invalid configuration")
 # A named run (`run: <name>`) works in runs/<name>/, the cache and data mirror still shared.
 _validated, RUN_DIR = enter_named_run(
     _validated, os.getcwd(), workflow.overwrite_workdir

@@ -46,6 +46,16 @@ PLACEHOLDER_API_KEY = "placeholder-no-key-needed"
 # order (the variables litellm.validate_environment names for its models).
 PROVIDER_KEY_VARIABLES = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),
                           "gemini": ("GOOGLE_API_KEY", "GEMINI_API_KEY")}
+# The hosts of each provider's own API (a subdomain counts: Azure's <resource>.openai.azure.com):
+# the only endpoints the provider's key from the environment is sent to. Any other api_base
+# (vLLM, a proxy, a test server) gets the key its api_key_env names, or the placeholder.
+PROVIDER_HOSTS = {
+    "openai": ("api.openai.com",), "anthropic": ("api.anthropic.com",),
+    "gemini": ("generativelanguage.googleapis.com",), "deepseek": ("api.deepseek.com",),
+    "xai": ("api.x.ai",), "openrouter": ("openrouter.ai",), "mistral": ("api.mistral.ai",),
+    "groq": ("api.groq.com",), "together_ai": ("api.together.xyz",),
+    "azure": ("openai.azure.com",),
+}
 
 
 class EmptyAnswer(RuntimeError):
@@ -87,19 +97,73 @@ def placeholder_key(settings: ModelSettings) -> str | None:
     return PLACEHOLDER_API_KEY if settings.placeholder_api_key else None
 
 
+def is_providers_endpoint(provider: str, api_base: str | None) -> bool:
+    """Whether `api_base` is the provider's own API (https, at one of PROVIDER_HOSTS), to
+    which the provider's key from the environment may go; no api_base: the provider's."""
+    if not api_base:
+        return True
+    parts = urlsplit(api_base.strip())
+    host = (parts.hostname or "").lower()
+    return parts.scheme.lower() == "https" and any(
+        host == known or host.endswith("." + known) for known in PROVIDER_HOSTS.get(provider, ()))
+
+
+def provider_key_variables(provider: str) -> tuple[str, ...]:
+    """Where the environment holds a provider's key (litellm's names for the three batch
+    providers; PROVIDER_API_KEY for the others, as litellm names most)."""
+    return PROVIDER_KEY_VARIABLES.get(provider, (f"{provider.upper()}_API_KEY",))
+
+
+def endpoint_key_problem(model: str, settings: ModelSettings, where: str) -> str | None:
+    """Why a config must say which key a model's endpoint gets: its `api_base` is not its
+    provider's own API, so the provider's key in the environment is never sent there, and it
+    names neither `api_key_env` nor `placeholder_api_key`. None where nothing is to say."""
+    provider = model.partition("/")[0]
+    if (provider in ("fake", "local") or settings.placeholder_api_key or settings.api_key_env
+            or is_providers_endpoint(provider, settings.api_base)):
+        return None
+    shown = endpoint_identity(settings.api_base or "")
+    return (f"{where}.api_base: {shown!r} is not {provider}'s own API, so rubriclab never "
+            f"sends it the environment's {' or '.join(provider_key_variables(provider))}; say "
+            f"which key that server gets: {where}.api_key_env: NAME (the environment variable "
+            "that holds its key), or placeholder_api_key: true (a server that needs none)")
+
+
 def api_key_to_send(provider: str, settings: ModelSettings) -> str | None:
-    """The key a call that names it itself sends (the batch calls; an ordinary call leaves the
-    environment's to litellm, by the same rule): the placeholder for a server that needs none,
-    never the environment's key; else the provider's key from the environment, None where it
-    is not set."""
+    """The key a call to the model sends, the one credential rule (ordinary and batch calls):
+    the placeholder for a server that needs none; the value of `api_key_env` where it names a
+    variable (None where that is not set); for an `api_base` that is not the provider's own
+    API, the placeholder (never the environment's key: an endpoint that is not the
+    provider's never receives it); else the provider's key from the environment, None where
+    it is not set."""
     placeholder = placeholder_key(settings)
     if placeholder is not None:
         return placeholder
+    if settings.api_key_env:
+        return os.environ.get(settings.api_key_env) or None
+    if not is_providers_endpoint(provider, settings.api_base):
+        return PLACEHOLDER_API_KEY
     for name in PROVIDER_KEY_VARIABLES.get(provider, ()):
         value = os.environ.get(name)
         if value:
             return value
     return None
+
+
+def explicit_api_key(model: str, settings: ModelSettings) -> str | None:
+    """The key an ordinary call passes to litellm itself, by `api_key_to_send`'s rule; None
+    where litellm may read the provider's from the environment (the provider's own API, no
+    `api_key_env`). MissingAPIKey where `api_key_env` names a variable that is not set."""
+    provider = model.partition("/")[0]
+    if (not settings.placeholder_api_key and not settings.api_key_env
+            and is_providers_endpoint(provider, settings.api_base)):
+        return None
+    key = api_key_to_send(provider, settings)
+    if key is None:
+        raise MissingAPIKey(f"model {model!r} sends the key in the environment variable "
+                            f"{settings.api_key_env} (api_key_env), which is not set; set it "
+                            "before running")
+    return key
 
 
 def _names(exc: BaseException) -> set[str]:
@@ -243,13 +307,19 @@ class Backends:
         return [earlier] if earlier != self.fingerprint(model) else []
 
     def missing_api_keys(self, model: str) -> list[str]:
-        """The environment variables a remote model needs and lacks (litellm's
-        validate_environment); none for fake/ and local/ models, nor where the model's settings
-        say check_api_key: false or placeholder_api_key: true (a placeholder is sent, never the
+        """The environment variables a remote model needs and lacks: the one its
+        `api_key_env` names, else litellm's validate_environment for the provider's own API;
+        none for fake/ and local/ models, nor where the model's settings say
+        placeholder_api_key: true or check_api_key: false (which does not skip `api_key_env`),
+        nor for an api_base that is not the provider's (it gets the placeholder, never the
         environment's key). The one credential rule: the check before the first job asks it too."""
         settings = self.config.settings_for(model)
-        if (model.startswith(("fake/", "local/")) or not settings.check_api_key
-                or settings.placeholder_api_key):
+        if model.startswith(("fake/", "local/")) or settings.placeholder_api_key:
+            return []
+        if settings.api_key_env:
+            return [] if os.environ.get(settings.api_key_env) else [settings.api_key_env]
+        if (not settings.check_api_key
+                or not is_providers_endpoint(model.partition("/")[0], settings.api_base)):
             return []
         report = self.litellm.validate_environment(model=model)
         return list(report.get("missing_keys") or [])
@@ -302,10 +372,13 @@ class Backends:
             kwargs["stop"] = list(request.stop)
         if settings.api_base:
             kwargs["api_base"] = settings.api_base
-        if placeholder_key(settings) is not None:
-            # A server that needs no key still gets one from the client (litellm's OpenAI
-            # client refuses to send none); never the environment's real key.
-            kwargs["api_key"] = placeholder_key(settings)
+        if not request.model.startswith("local/"):
+            # The key of `api_key_env`, or a placeholder for a server that needs none or is
+            # not the provider's (litellm's OpenAI client refuses to send none): never the
+            # environment's provider key to an endpoint that is not the provider's.
+            key = explicit_api_key(request.model, settings)
+            if key is not None:
+                kwargs["api_key"] = key
         if request.model.startswith("local/"):
             # One llama.cpp context per process; the call runs in a worker thread.
             grammar = get_format(request.response_format).gbnf_grammar

@@ -13,14 +13,17 @@ being stored finds it among the provider's recent batches: by the key in the bat
 A request a stored batch holds that has not ended is never sent again before that batch is
 collected, whatever else the run asks: a rerun with other misses (a config edit, a neighbour
 that answered some, a run that gave up waiting) collects each stored batch its misses overlap,
-and only the misses no stored batch holds go into a new one. The answers such a batch gives to
-requests the run no longer asks are kept in the store and serve them when a later run does.
+and only the misses no stored batch holds go into a new one; a rerun whose model is no longer
+batched collects it too (`run(..., submit=False)`) and submits nothing. The answers such a batch
+gives to requests the run no longer asks are kept in the store and serve them when a later run
+does (batched or not); each is removed once it is served, or once the cache holds its request.
 A batch the provider no longer knows (404 on its poll or on its results) is marked "gone" and
 its requests follow `batch_fallback`.
 
-Credentials follow the rule of ordinary calls (`backends.api_key_to_send`): a server that needs
-no key (`placeholder_api_key`) gets the placeholder, never the environment's key, on every
-batch call; a batched model whose key is missing stops before the first call
+Credentials follow the rule of ordinary calls (`backends.api_key_to_send`): an `api_base` that
+is not the provider's own API never gets the environment's provider key, on any batch call
+(the key `api_key_env` names, else the placeholder), nor does a server that needs no key
+(`placeholder_api_key`); a batched model whose key is missing stops before the first call
 (`BatchRunner.check_credentials`).
 
 This module only submits, polls and reads results; `LLMClient` parses each answer with its
@@ -44,7 +47,7 @@ from typing import Any, Protocol, TypeVar
 from .backends import (PROVIDER_KEY_VARIABLES, MissingAPIKey, RawAnswer, api_key_to_send,
                        is_retryable, prompt_cache_tokens)
 from .budget import BudgetExceeded
-from .cache import open_wal_database
+from .cache import DiskSpaceLow, open_wal_database
 from .litellm_import import import_litellm
 from .pricing import price, provider_of
 from .request import Request
@@ -179,27 +182,55 @@ class BatchStore:
             self._db.execute("ROLLBACK")
             raise
 
-    def take_answers(self, model: str, keys: list[str]) -> dict[str, BatchOutcome]:
-        """The kept answers of `keys` (removed from the store: the caller caches them)."""
-        taken: dict[str, BatchOutcome] = {}
-        if self._db.execute("SELECT 1 FROM batch_answers WHERE model = ? LIMIT 1",
-                            (model,)).fetchone() is None:
-            return taken  # the usual case: no write lock taken
+    def kept_answers(self, model: str, keys: list[str]) -> dict[str, BatchOutcome]:
+        """The kept answers of `keys`. They stay stored until `forget_answers` (once the
+        caller has cached and billed them), so that a job killed in between loses none."""
+        kept: dict[str, BatchOutcome] = {}
+        if not self._has_answers(model):
+            return kept  # the usual case
+        for k in keys:
+            row = self._db.execute("SELECT batch_id, answer FROM batch_answers WHERE"
+                                   " request_key = ? AND model = ?", (k, model)).fetchone()
+            if row is not None:
+                kept[k] = BatchOutcome(RawAnswer(**json.loads(row[1])), batch_id=row[0])
+        return kept
+
+    def _has_answers(self, model: str | None = None) -> bool:
+        where, args = (" WHERE model = ?", (model,)) if model is not None else ("", ())
+        return self._db.execute(f"SELECT 1 FROM batch_answers{where} LIMIT 1",
+                                args).fetchone() is not None
+
+    def forget_answers(self, model: str, keys: list[str]) -> int:
+        """Remove the kept answers of `keys` (served: cached and billed, or answered
+        otherwise); how many there were. No write lock where none is kept."""
+        if not keys or not self._has_answers(model):
+            return 0
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            for k in keys:
-                row = self._db.execute("SELECT batch_id, answer FROM batch_answers WHERE"
-                                       " request_key = ? AND model = ?", (k, model)).fetchone()
-                if row is None:
-                    continue
-                taken[k] = BatchOutcome(RawAnswer(**json.loads(row[1])), batch_id=row[0])
-                self._db.execute("DELETE FROM batch_answers WHERE request_key = ? AND model = ?",
-                                 (k, model))
+            removed = sum(self._db.execute(
+                "DELETE FROM batch_answers WHERE request_key = ? AND model = ?",
+                (k, model)).rowcount for k in keys)
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
-        return taken
+        return removed
+
+    def clean_answers(self, cached: Callable[[str], bool]) -> int:
+        """Remove every kept answer whose request the cache answers already (another job, an
+        import, or a run killed after caching it and before forgetting it): none would be
+        asked for again. How many were removed."""
+        if not self._has_answers():
+            return 0
+        rows = self._db.execute("SELECT request_key, model FROM batch_answers").fetchall()
+        done: dict[str, list[str]] = {}
+        for key, model in rows:
+            if cached(key):
+                done.setdefault(model, []).append(key)
+        return sum(self.forget_answers(model, keys) for model, keys in done.items())
+
+    def kept_count(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM batch_answers").fetchone()[0]
 
     def open_jobs(self, model: str) -> dict[str, set[str]]:
         """Request keys of this model's jobs that may still answer (submitting, or submitted
@@ -235,11 +266,17 @@ class BatchOutcome:
     running: bool = False
     # Never submitted: its batch would have taken the run's bill past its budget.
     over_budget: bool = False
+    # Never submitted: too little free disk space to store its answers (llm.min_free_disk_mb).
+    disk_low: bool = False
+    # Never in a batch, nor to be: the model is no longer batched and no stored batch holds
+    # it, so it is asked as an ordinary call.
+    unsent: bool = False
 
 
-# Called before a new batch is submitted, with its model, requests and messages: books the
-# batch's worst case on the run's bill (raising BudgetExceeded to refuse it) and returns what
-# releases that booking once the batch's answers are read and billed one by one.
+# Called before a new batch is submitted, with its model, requests and messages: checks the
+# free disk space (raising DiskSpaceLow to refuse it), books the batch's worst case on the
+# run's bill (raising BudgetExceeded), journals its requests as sent, and returns what releases
+# that booking once the batch's answers are read and billed one by one.
 BeforeSubmit = Callable[[str, dict[str, Request], dict[str, list[dict[str, Any]]]],
                         Callable[[], None]]
 
@@ -316,29 +353,56 @@ class BatchRunner:
             self._store = None
 
     async def run(self, model: str, requests: dict[str, Request],
-                  messages: dict[str, list[dict[str, Any]]] | None = None
-                  ) -> dict[str, BatchOutcome]:
+                  messages: dict[str, list[dict[str, Any]]] | None = None,
+                  submit: bool = True) -> dict[str, BatchOutcome]:
         """Answers (or reasons) for `requests` (key -> request), all of one model. `messages`:
         the messages to send for a key, where they differ from the request's own (prompt-cache
         marks); the key stays the request's.
 
         Requests a stored batch of an earlier run answered without being asked are served its
-        answers; those a stored batch that may still answer holds go to that batch (collected
-        first, whichever other requests it holds); the others are split into new batches
-        within the provider's limits (requests and bytes per batch)."""
+        answers (kept until the caller forgets them: `BatchStore.forget_answers`); those a
+        stored batch that may still answer holds go to that batch (collected first, whichever
+        other requests it holds); the others are split into new batches within the provider's
+        limits (requests and bytes per batch). `submit` False (the model is no longer batched):
+        stored batches are collected, and nothing is submitted; the requests none holds come
+        back `unsent`, to be asked as ordinary calls."""
         messages = messages or {}
         api = api_for(model)
         self.check_credentials(model)
-        outcomes = self.store.take_answers(model, list(requests))
+        outcomes = self.store.kept_answers(model, list(requests))
         if outcomes:
             log.info("%s: %d requests answered by batches collected before", model,
                      len(outcomes))
         left = {k: r for k, r in requests.items() if k not in outcomes}
-        for part in await asyncio.gather(*(self._run_one(api, model, group, messages, stored)
-                                           for stored, group in self._groups(api, model, left,
-                                                                             messages))):
+        groups = self._groups(api, model, left, messages)
+        if not submit:
+            for stored, group in groups:
+                if stored is None:
+                    outcomes.update({k: BatchOutcome(None, "held by no stored batch",
+                                                     unsent=True) for k in group})
+            groups = [(stored, group) for stored, group in groups if stored is not None]
+            if groups:
+                log.warning("%s: batch is off, but %d of its requests are held by %d batches "
+                            "submitted before: collecting them first (polled for at most "
+                            "batch_max_wait_s), so that none is paid for twice", model,
+                            sum(len(g) for _, g in groups), len(groups))
+        for part in await asyncio.gather(*(self._run_one(api, model, group, messages, stored,
+                                                         submit)
+                                           for stored, group in groups)):
             outcomes.update(part)
         return outcomes
+
+    def stored_keys(self, model: str, keys: set[str]) -> set[str]:
+        """Of `keys`, those a stored batch of the model may still answer or has answered
+        (kept answers): without opening (or creating) the store where there is none."""
+        if (provider_of(model) not in BATCH_PROVIDERS
+                or (self._store is None
+                    and not (self.config.cache_dir / BatchStore.FILE_NAME).exists())):
+            return set()
+        held: set[str] = set()
+        for request_keys in self.store.open_jobs(model).values():
+            held |= request_keys & keys
+        return held | set(self.store.kept_answers(model, sorted(keys - held)))
 
     def check_credentials(self, model: str) -> None:
         """Raise MissingAPIKey, naming the variable, where a batched model's batch calls
@@ -347,7 +411,8 @@ class BatchRunner:
         settings = self.config.settings_for(model)
         provider = provider_of(model)
         if api_key_to_send(provider, settings) is None:
-            names = " or ".join(PROVIDER_KEY_VARIABLES.get(provider, ())) or "its key"
+            names = (f"{settings.api_key_env} (api_key_env)" if settings.api_key_env else
+                     " or ".join(PROVIDER_KEY_VARIABLES.get(provider, ())) or "its key")
             raise MissingAPIKey(
                 f"model {model!r} has batch: true, and its batch calls need the environment "
                 f"variable {names}; set it before running (keys are read from the "
@@ -382,26 +447,32 @@ class BatchRunner:
         return groups
 
     async def _run_one(self, api: BatchAPI, model: str, requests: dict[str, Request],
-                       messages: dict[str, list[dict[str, Any]]], stored: str | None = None
-                       ) -> dict[str, BatchOutcome]:
-        """`stored`: the key of the stored job that holds these requests (and maybe others)."""
+                       messages: dict[str, list[dict[str, Any]]], stored: str | None = None,
+                       submit: bool = True) -> dict[str, BatchOutcome]:
+        """`stored`: the key of the stored job that holds these requests (and maybe others);
+        `submit` False: collect it, never submit one."""
         settings = self.config.settings_for(model)
         key = stored or job_key(model, list(requests))
         releases: list[Callable[[], None]] = []
         try:
-            job = await self._submitted(api, model, key, requests, messages, settings, releases)
+            job = await self._submitted(api, model, key, requests, messages, settings, releases,
+                                        submit)
             batch = await self._wait(api, job, settings)
             outcomes = await self._results(api, job, batch, requests, settings)
             for release in releases:  # each answer is on the bill now, at what it cost
                 release()
             return outcomes
-        except BudgetExceeded as exc:
+        except (BudgetExceeded, DiskSpaceLow) as exc:
             log.warning("batch of %s for %d requests not submitted: %s", model, len(requests),
                         exc)
-            return {k: BatchOutcome(None, str(exc), over_budget=True) for k in requests}
+            budget = isinstance(exc, BudgetExceeded)
+            return {k: BatchOutcome(None, str(exc), over_budget=budget, disk_low=not budget)
+                    for k in requests}
         except _GaveUp as exc:
             return {k: BatchOutcome(None, str(exc), exc.batch_id, running=exc.running)
                     for k in requests}
+        except _NotSubmitted as exc:
+            return {k: BatchOutcome(None, str(exc), unsent=True) for k in requests}
         except Exception as exc:  # noqa: BLE001 - reported per request, like a failed call
             row = self.store.get(key)
             if row is not None and row.status == "lost":  # submitted anew, on a key of its own
@@ -425,11 +496,11 @@ class BatchRunner:
 
     async def _submitted(self, api: BatchAPI, model: str, key: str,
                          requests: dict[str, Request], messages: dict[str, list[dict]],
-                         settings: ModelSettings, releases: list[Callable[[], None]]
-                         ) -> BatchJob:
+                         settings: ModelSettings, releases: list[Callable[[], None]],
+                         submit: bool = True) -> BatchJob:
         """The stored batch of this job if it can still answer (paid for already), else a new
         one, booked on the run's bill first (`before_submit`; its release goes to
-        `releases`)."""
+        `releases`); `submit` False: _NotSubmitted instead of a new one."""
         job = self.store.get(key)
         if job is not None and job.batch_id and job.status not in UNFINISHED:
             log.info("[batch %s] %s: collecting the batch submitted before for %d of these "
@@ -444,11 +515,14 @@ class BatchRunner:
                          "requests", found.id, model, len(requests))
                 return self.store.save(BatchJob(key, model, job.requests, job.input_file_id,
                                                 found.id, found.status, 0.0))
-            if self.store.requests_of(key) != set(requests):
+            if not submit or self.store.requests_of(key) != set(requests):
                 # Never created (or not to be found): its requests this run asks go into a
                 # batch of their own; the rest are free to be asked again.
                 self.store.save(replace(job, status="lost"))
                 key = job_key(model, list(requests))
+        if not submit:
+            raise _NotSubmitted(f"the batch stored for these requests of {model} was never "
+                                "submitted (not found at the provider)")
         if self.before_submit is not None:
             releases.append(self.before_submit(model, requests, messages))
         return await self._submit(api, model, key, requests, messages, settings)
@@ -578,6 +652,10 @@ class BatchRunner:
                 log.info("batch %s: retrying after %s", what, type(exc).__name__)
                 await asyncio.sleep(_backoff(settings, attempt))
         raise AssertionError("unreachable")
+
+
+class _NotSubmitted(Exception):
+    """A new batch would be needed, and the run submits none (its model is not batched)."""
 
 
 class _GaveUp(Exception):

@@ -58,6 +58,12 @@ log = logging.getLogger("rubriclab.llm")
 # An in-flight claim lasts this long unless its holder renews it (every third of it).
 CLAIM_LEASE_S = 30.0
 NOT_ATTEMPTED = "NotAttempted"
+UNUSABLE_ADVICE = (
+    "Unusable answers are not cached, so a rerun asks them again: change the model, or its"
+    " prompt or answer format; for answers cut off at their budget, a larger max_tokens or"
+    " llm.per_model.<model>.budget_doublings; or, if such answers are expected, raise"
+    " llm.per_model.<model>.max_unusable_in_a_row / max_unusable_share (or"
+    " unusable_min_answers)")
 
 
 class StandIn(Protocol):
@@ -133,7 +139,7 @@ class LLMClient:
             ledger.send_rows_to(config.cache_url)  # where every host's rows meet
         self.cache = cache if cache is not None else open_cache(config)
         self.backends = Backends(config)
-        self.batches = BatchRunner(config, before_submit=self._reserve_batch)
+        self.batches = BatchRunner(config, before_submit=self._before_batch)
         # Shared by every process of the run: the schedule of each model's requests and tokens
         # (beside the cache) and the run's bill (beside its ledgers).
         self.limiter = RateLimiter(config.local_dir / "rate_limits.sqlite")
@@ -167,8 +173,28 @@ class LLMClient:
     def __enter__(self) -> LLMClient:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        try:
+            if exc_type is None:
+                self.finish()
+        finally:
+            self.close()
+
+    def finish(self) -> None:
+        """The job's end (leaving `with LLMClient(...)` without an error): UnusableAnswers
+        where every answer a model gave the job (one or more) was unusable, though too few to
+        reach `max_unusable_in_a_row` or `unusable_min_answers`, so that no job exits 0 with
+        nothing usable. Not for `fake/` models, whose answers never parse by design (the dry
+        pipeline's agent), nor where `max_unusable_share` is 1 (any share is expected)."""
+        hopeless = sorted(m for m, seen in self._usability.items()
+                          if seen.answers and seen.unusable == seen.answers
+                          and seen.stop is None and not m.startswith("fake/")
+                          and self.config.settings_for(m).max_unusable_share < 1)
+        if hopeless:
+            raise UnusableAnswers(redact.redact(
+                "; ".join(f"every answer of model {m!r} in this job was unusable: "
+                          f"{self._usability[m].describe()}" for m in hopeless)
+                + f". {UNUSABLE_ADVICE}"))
 
     def key_for(self, request: Request) -> str:
         get_format(request.response_format)
@@ -224,11 +250,7 @@ class LLMClient:
             raise UnusableAnswers(redact.redact(
                 f"'{label}': " + "; ".join(self._usability[m].stop for m in stopped_unusable)
                 + f"; {sum(c.outcome == 'failed' for c in completions)} of {len(completions)}"
-                " requests not answered. Unusable answers are not cached, so a rerun asks them"
-                " again: change the model, or its prompt or answer format; for answers cut off"
-                " at their budget, a larger max_tokens or llm.per_model.<model>.budget_doublings;"
-                " or, if such answers are expected, raise llm.per_model.<model>."
-                "max_unusable_in_a_row / max_unusable_share (or unusable_min_answers)"))
+                f" requests not answered. {UNUSABLE_ADVICE}"))
         failed = [c for c in completions if c.outcome == "failed"]
         if failed and raise_on_failure:
             stopped = "".join(f"; {reason}" for reason in self._stops.values())
@@ -261,9 +283,11 @@ class LLMClient:
             if any(self.config.batch_for(model, requests[i].role or self.role) for i in misses
                    if requests[i].model == model):
                 self.batches.check_credentials(model)
+        held = self._held_by_stored_batches(requests, keys, misses)
         batched: dict[str, list[int]] = defaultdict(list)
         for i in misses:
-            if self.config.batch_for(requests[i].model, requests[i].role or self.role):
+            if (self.config.batch_for(requests[i].model, requests[i].role or self.role)
+                    or keys[i] in held):
                 claim = self._claim(keys[i])
                 if claim.answer is not None:  # answered since the lookup
                     results[i] = self._from_cache(requests[i], keys[i], claim.answer)
@@ -348,15 +372,23 @@ class LLMClient:
 
         async def answer_batch(model: str, indices: list[int]) -> None:
             unique = {keys[i]: requests[i] for i in indices}
+            # Not batched now (batch: false since): its requests a stored batch holds are
+            # collected from it, and nothing new is submitted.
+            submit = any(self.config.batch_for(model, requests[i].role or self.role)
+                         for i in indices)
             try:
+                self.batches.store.clean_answers(lambda k: self.cache.get(k) is not None)
                 outcomes = await self.batches.run(
-                    model, unique, {key: self._messages_for(r, key) for key, r in unique.items()})
+                    model, unique, {key: self._messages_for(r, key) for key, r in unique.items()},
+                    submit=submit)
 
                 async def settle(i: int) -> None:
                     async with limits[model]:
                         results[i] = await self._settle(requests[i], keys[i],
-                                                        outcomes[keys[i]])
+                                                        outcomes[keys[i]], submit)
                     self._record(results[i])
+                    # Served (cached and billed, or asked otherwise): no longer kept.
+                    self.batches.store.forget_answers(model, [keys[i]])
                     progress.advance(results[i])
 
                 await asyncio.gather(*(settle(i) for i in indices))
@@ -393,14 +425,22 @@ class LLMClient:
         marked = self._cache_marks.get(key)
         return cache_marked_messages(request, marked) if marked else request.message_dicts()
 
-    async def _settle(self, request: Request, key: str, outcome: BatchOutcome) -> Completion:
+    async def _settle(self, request: Request, key: str, outcome: BatchOutcome,
+                      batched: bool = True) -> Completion:
         """A completion from what a batch gave one request: its answer (parsed, re-asked as
-        ordinary calls if it does not parse), else an ordinary call or a failure."""
+        ordinary calls if it does not parse), else an ordinary call or a failure. `batched`
+        False: the model is no longer batched, so a request its stored batch did not answer
+        is asked as an ordinary call, whatever `batch_fallback` says."""
         hit = self.cache.get(key)
         if hit is not None:  # answered meanwhile (a duplicate request, another job)
             return self._from_cache(request, key, hit)
-        if outcome.over_budget:
-            self._budget_stop = self._budget_stop or outcome.error
+        if outcome.unsent:  # never in a batch: an ordinary call, as any other of the run
+            return await self._call(request, key)
+        if outcome.over_budget or outcome.disk_low:
+            if outcome.over_budget:
+                self._budget_stop = self._budget_stop or outcome.error
+            else:
+                self._disk_stop = self._disk_stop or outcome.error
             return Completion(request=request, key=key, outcome="failed",
                               error=f"{NOT_ATTEMPTED}: {outcome.error}", batch=True)
         answer = outcome.answer
@@ -409,7 +449,7 @@ class LLMClient:
         error = redact.redact(outcome.error or (f"batch {outcome.batch_id}: the answer was cut "
                                                 "off at its budget or empty"))
         settings = self.config.settings_for(request.model)
-        if outcome.running or settings.batch_fallback == "fail":
+        if outcome.running or (batched and settings.batch_fallback == "fail"):
             log.warning("request to %s failed: %s", request.model, error)
             spent = answer or RawAnswer("", 0, 0, 0.0)
             return Completion(request=request, key=key, outcome="failed",
@@ -432,6 +472,22 @@ class LLMClient:
                                    usage.completion_tokens + answer.completion_tokens,
                                    usage.cache_read_tokens + answer.cache_read_tokens,
                                    usage.cache_write_tokens + answer.cache_write_tokens))
+
+    def _held_by_stored_batches(self, requests: list[Request], keys: list[str],
+                                misses: list[int]) -> set[str]:
+        """Keys of misses not batched now that a stored batch holds (or has answered): they
+        are collected from it, never paid for again as ordinary calls (docs/batches.md)."""
+        by_model: dict[str, set[str]] = defaultdict(set)
+        for i in misses:
+            if not self.config.batch_for(requests[i].model, requests[i].role or self.role):
+                by_model[requests[i].model].add(keys[i])
+        held: set[str] = set()
+        for model, model_keys in sorted(by_model.items()):
+            found = self.batches.stored_keys(model, model_keys)
+            if found:
+                self.batches.check_credentials(model)
+                held |= found
+        return held
 
     def lookup(self, request: Request, key: str, migrate: bool = True) -> CachedAnswer | None:
         """The cached answer of `key`; or one stored under a key of the same request from
@@ -499,6 +555,20 @@ class LLMClient:
         budget = self.config.budget_usd
         return self.spend.reserve(worst, math.inf if budget is None else budget,
                                   f"a call to {request.model!r}")
+
+    def _before_batch(self, model: str, requests: dict[str, Request],
+                      messages: dict[str, list[dict]]) -> Callable[[], None]:
+        """Before a new batch is paid for, as before an ordinary call: DiskSpaceLow where too
+        little space is free to store its answers; its worst case booked on the run's bill
+        (`_reserve_batch`); each of its requests journaled as sent, so that a job killed
+        while it runs leaves them on the bill. What releases the booking."""
+        disk = self._disk_problem(next(iter(requests.values())))
+        if disk is not None:
+            raise DiskSpaceLow(disk)
+        release = self._reserve_batch(model, requests, messages)
+        for key, request in requests.items():
+            self._journal_sent(request, key)
+        return release
 
     def _reserve_batch(self, model: str, requests: dict[str, Request],
                        messages: dict[str, list[dict]]) -> Callable[[], None]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,11 @@ class ModelSettings:
     # For a server that needs no key: a placeholder is sent as the key (never the
     # environment's real one) and no key is checked.
     placeholder_api_key: bool = False
+    # The environment variable whose value is sent as this model's key (to its api_base, or
+    # to its provider). An api_base that is not the provider's own API is never sent the
+    # provider's key from the environment: it gets this variable's value, else the
+    # placeholder (and a pipeline config must say which: rubriclab.validate.endpoint_problems).
+    api_key_env: str | None = None
     # Part of the cache key: e.g. a model revision, so that new weights are new entries. For a
     # remote model it takes the endpoint's place (declare it to keep entries when the server
     # moves, or when one endpoint can serve different weights).
@@ -202,6 +208,21 @@ def check_api_base(value: Any, where: str) -> None:
         raise ValueError(f"{where}.api_base: {shown!r} is not an http(s) URL with a host "
                          f"({problem}); write the server's address in full, e.g. "
                          "http://127.0.0.1:8000/v1")
+
+
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_api_key_env(value: Any, where: str) -> None:
+    """Refuse an `api_key_env` that is not the name of an environment variable (a key
+    pasted in its place, above all: keys are read from the environment, never from config)."""
+    if value is None:
+        return
+    if not isinstance(value, str) or not _VARIABLE_NAME.fullmatch(value):
+        shown = "a value that is not a variable name" if isinstance(value, str) else repr(value)
+        raise ValueError(f"{where}.api_key_env: the name of the environment variable that holds "
+                         f"the key (e.g. VLLM_API_KEY), got {shown}; keys are read from the "
+                         "environment, never from config")
 
 
 def _without_credentials(url: str) -> str:
@@ -318,6 +339,7 @@ class LLMConfig:
             if unknown:
                 raise ValueError(f"{where}: unknown model setting(s) {sorted(unknown)}")
             check_api_base(values.get("api_base"), where)
+            check_api_key_env(values.get("api_key_env"), where)
             if values.get("price") is not None:
                 values = {**values, "price": ModelPrice.from_dict(values["price"],
                                                                   f"{where}.price")}

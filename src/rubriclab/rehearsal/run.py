@@ -116,6 +116,9 @@ def overlay(config: Mapping[str, Any], server_url: str, workdir: Path,
             # from run to run, so the rehearsal declares the model's identity instead: a rerun
             # in the same workdir finds its answers, and none passes for the provider's.
             "fingerprint": REHEARSAL_FINGERPRINT,
+            # The server needs no key: it is sent the placeholder, never a key of the
+            # environment (nor would it be: it is not the provider's own API).
+            "placeholder_api_key": True,
             # The server's hangs last longer than this; retries wait little (they are not the
             # provider's real limits, which a paid run meets with the config's own settings).
             "timeout_s": 2.0, "backoff_s": 0.05, "max_backoff_s": 1.0, "num_retries": 8,
