@@ -229,3 +229,9 @@ def test_the_page_loads_and_filters_in_headless_chromium(run, tmp_path):
         assert not browser.errors, browser.errors
     assert screenshot.read_bytes()[:4] == b"\x89PNG", f"screenshot at {screenshot}"
     print(f"screenshot: {screenshot}")
+
+
+def test_without_chromium_the_browser_tests_skip_saying_how_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("RUBRICLAB_CHROMIUM", str(tmp_path / "no-such-chromium"))
+    with pytest.raises(pytest.skip.Exception, match="apt-get install chromium"):
+        chromium_or_skip()

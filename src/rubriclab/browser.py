@@ -306,7 +306,8 @@ button{font-size:.9em}
 <label><input type="checkbox" id="f-unparseable"> unparseable only</label>
 <label>Disagreement <select id="f-disagree">
  <option value="">all rows</option><option value="any">any disagreement</option>
- <option value="judges">judges disagree</option><option value="renderings">renderings disagree</option>
+ <option value="judges">judges disagree</option>
+ <option value="renderings">renderings disagree</option>
  <option value="votes">votes disagree</option></select></label>
 <label>Search <input type="search" id="f-search" placeholder="item, check, answer text"></label>
 </div>

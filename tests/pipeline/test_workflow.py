@@ -454,42 +454,6 @@ def test_transfer_q_metric_is_the_micro_average_of_the_judged_edits(finished_run
     assert len(edit_sizes) == 4
 
 
-def test_swapping_the_reviser_reruns_only_revisions_gates_and_figures(finished_run):
-    """Runs last: it changes the finished run. The judge is asked only about new check texts."""
-    workdir, config = finished_run
-    run(workdir, config)  # bring back what earlier tests changed (the missing-key test's judge)
-    swap = ("--config", "models={'reviser': 'fake/hash?salt=another-reviser'}")
-    plan = planned_rules(run(workdir, config, "-n", *swap).stdout)
-    assert {"carry_chain", "carry_judge", "carry_analyse", "carry_figure", "carry_table"} <= plan
-    assert not plan & {"carry_rubric_model", "carry_rubric_hand", "carry_items",
-                       "carry_fig2_judge", "verify_judge_labels", "prepare_dataset"}
-    assert not {rule for rule in plan if rule.startswith("transfer_")}
-    verdict_file = next((workdir / "results/carry/judged/recon").glob("fake_hash-*/verdicts.csv"))
-    before = pd.read_csv(verdict_file, keep_default_na=False)
-    asked_before = set(zip(before.item_id, before.check_text, before.rendering, before.source))
-    run(workdir, config, *swap)
-    after = pd.read_csv(verdict_file, keep_default_na=False)
-    new_questions = set(zip(after.item_id, after.check_text, after.rendering, after.source)) - asked_before
-    ledger = workdir / f"results/ledger/carry_judge-recon-{verdict_file.parent.name}.jsonl"
-    rows = [json.loads(line) for line in ledger.read_text().splitlines()]
-    assert new_questions and sum(not r["cached"] for r in rows) == len(new_questions)
-    assert len(rows) == len(after)
-
-
-def test_the_replication_page_sets_the_papers_numbers_beside_the_run(finished_run):
-    workdir, _ = finished_run
-    table = pd.read_csv(workdir / "figures/replication.csv", keep_default_na=False)
-    assert len(table) >= 15 and (table["verdict"] != "").all()
-    verdicts = table.set_index("id")["verdict"]
-    # no model behind these: the paper's own inputs give its numbers
-    assert (verdicts[verdicts.index.str.startswith("carry.table1.")] == "matches").all()
-    assert verdicts["verify.worked_example.corrected"] == "matches"
-    # fake models are never compared with the paper's
-    assert verdicts["carry.fig2.ragtruth_paragraph_10"] == "not comparable with these models"
-    page = (workdir / "figures/replication.md").read_text()
-    assert "“The corrected reply-quality number is about 65%, not 75%”" in page
-
-
 def test_the_verdict_browser_of_the_run_loads_in_headless_chromium(finished_run):
     import re
 
@@ -543,3 +507,39 @@ def test_the_verdict_browser_of_the_run_loads_in_headless_chromium(finished_run)
         browser.screenshot(screenshot)
         assert not browser.errors, browser.errors
     assert screenshot.read_bytes()[:4] == b"\x89PNG", f"screenshot at {screenshot}"
+
+
+def test_swapping_the_reviser_reruns_only_revisions_gates_and_figures(finished_run):
+    """Runs last: it changes the finished run. The judge is asked only about new check texts."""
+    workdir, config = finished_run
+    run(workdir, config)  # bring back what earlier tests changed (the missing-key test's judge)
+    swap = ("--config", "models={'reviser': 'fake/hash?salt=another-reviser'}")
+    plan = planned_rules(run(workdir, config, "-n", *swap).stdout)
+    assert {"carry_chain", "carry_judge", "carry_analyse", "carry_figure", "carry_table"} <= plan
+    assert not plan & {"carry_rubric_model", "carry_rubric_hand", "carry_items",
+                       "carry_fig2_judge", "verify_judge_labels", "prepare_dataset"}
+    assert not {rule for rule in plan if rule.startswith("transfer_")}
+    verdict_file = next((workdir / "results/carry/judged/recon").glob("fake_hash-*/verdicts.csv"))
+    before = pd.read_csv(verdict_file, keep_default_na=False)
+    asked_before = set(zip(before.item_id, before.check_text, before.rendering, before.source))
+    run(workdir, config, *swap)
+    after = pd.read_csv(verdict_file, keep_default_na=False)
+    new_questions = set(zip(after.item_id, after.check_text, after.rendering, after.source)) - asked_before
+    ledger = workdir / f"results/ledger/carry_judge-recon-{verdict_file.parent.name}.jsonl"
+    rows = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert new_questions and sum(not r["cached"] for r in rows) == len(new_questions)
+    assert len(rows) == len(after)
+
+
+def test_the_replication_page_sets_the_papers_numbers_beside_the_run(finished_run):
+    workdir, _ = finished_run
+    table = pd.read_csv(workdir / "figures/replication.csv", keep_default_na=False)
+    assert len(table) >= 15 and (table["verdict"] != "").all()
+    verdicts = table.set_index("id")["verdict"]
+    # no model behind these: the paper's own inputs give its numbers
+    assert (verdicts[verdicts.index.str.startswith("carry.table1.")] == "matches").all()
+    assert verdicts["verify.worked_example.corrected"] == "matches"
+    # fake models are never compared with the paper's
+    assert verdicts["carry.fig2.ragtruth_paragraph_10"] == "not comparable with these models"
+    page = (workdir / "figures/replication.md").read_text()
+    assert "“The corrected reply-quality number is about 65%, not 75%”" in page
