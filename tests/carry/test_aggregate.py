@@ -331,7 +331,7 @@ def test_one_all_must_pass_for_fig2_judged_verdicts_and_gates():
     assert fig3.balanced_accuracy is aggregate.balanced_accuracy
     assert not hasattr(gates, "balanced_accuracy") or gates.balanced_accuracy is \
         aggregate.balanced_accuracy
-    assert tuple(judge_fig2.VERDICT_COLUMNS) == aggregate.VERDICT_COLUMNS
+    assert tuple(judge_fig2.VERDICT_COLUMNS) == (*aggregate.VERDICT_COLUMNS, "cache_key")
     assert not hasattr(experiment, "VERDICT_COLUMNS")
 
 

@@ -117,14 +117,17 @@ def judged(items: pd.DataFrame, chain: Chain, starts=None, fails=None) -> Verdic
     for row in rows:
         if row["kind"] == "check":
             answer = "no" if row["item_id"] in fails[row["check_text"]] else "yes"
-            completions.append(SimpleNamespace(outcome="ok", parsed=answer))
+            completions.append(SimpleNamespace(outcome="ok", parsed=answer,
+                                               key=f"k{len(completions)}"))
             continue
         outcome = RENDERED[(row["source"], row["rendering"])][row["item_id"]]
         if outcome == "unparseable":
-            completions.append(SimpleNamespace(outcome="unparseable", parsed=None))
+            completions.append(SimpleNamespace(outcome="unparseable", parsed=None,
+                                               key=f"k{len(completions)}"))
         else:
             completions.append(SimpleNamespace(outcome="ok", parsed=["yes", "no"] if
-                                               outcome == "fail" else ["yes", "yes"]))
+                                               outcome == "fail" else ["yes", "yes"],
+                                               key=f"k{len(completions)}"))
     return Verdicts(verdict_rows(rows, completions))
 
 

@@ -25,6 +25,7 @@ from rubriclab.carry.revision import (
 from rubriclab.carry.sources import ALL_SCOPE, rubric_to_dict
 from rubriclab.llm.fake import fake_answer
 from rubriclab.llm.formats import get_format
+from rubriclab.llm.request import cache_key
 
 REVISER = "fake/reviser"
 DESCRIPTION = "a security findings report"
@@ -153,13 +154,15 @@ def test_verdict_rows_from_completions():
                  check_text="", vote=0),
             dict(item_id="i1", kind="check", scope="e", source="", rendering="per_check",
                  check_text="B.", vote=0)]
-    completions = [SimpleNamespace(outcome="ok", parsed="no"),
-                   SimpleNamespace(outcome="ok", parsed=["yes", "no"]),
-                   SimpleNamespace(outcome="ok", parsed=4),
-                   SimpleNamespace(outcome="unparseable", parsed=None)]
+    completions = [SimpleNamespace(outcome="ok", parsed="no", key="k0"),
+                   SimpleNamespace(outcome="ok", parsed=["yes", "no"], key="k1"),
+                   SimpleNamespace(outcome="ok", parsed=4, key="k2"),
+                   SimpleNamespace(outcome="unparseable", parsed=None, key="k3")]
     table = verdict_rows(rows, completions)
     assert list(table.columns) == JUDGED_VERDICT_COLUMNS
     assert table["answer"].tolist() == ["no", "fail", "fail", "unparseable"]
+    # each row keeps the cache key of its own answer, the unparseable one's too
+    assert table["cache_key"].tolist() == ["k0", "k1", "k2", "k3"]
     with pytest.raises(ValueError):
         verdict_rows(rows, completions[:3])
 
@@ -659,7 +662,8 @@ class FakeHashClient:
         for request in requests:
             text = fake_answer(request, request.message_dicts())
             parsed = get_format(request.response_format).parse(text)
-            out.append(SimpleNamespace(outcome="ok", text=text, parsed=parsed, error=""))
+            out.append(SimpleNamespace(outcome="ok", text=text, parsed=parsed, error="",
+                                       key=cache_key(request, "fake-fingerprint")))
         return out
 
 

@@ -454,6 +454,61 @@ def test_transfer_q_metric_is_the_micro_average_of_the_judged_edits(finished_run
     assert len(edit_sizes) == 4
 
 
+def test_the_verdict_browser_of_the_run_loads_in_headless_chromium(finished_run):
+    import re
+
+    from ..headless_chromium import OUTPUT, Chromium, chromium_or_skip
+
+    workdir, _ = finished_run
+    page = workdir / "figures/verdicts.html"
+    assert page.is_file()
+    results = workdir / "results"
+    counts = {
+        "carry fig2": sum(len(pd.read_csv(p)) for p in results.glob("carry/fig2/*/verdicts.csv")),
+        "verify": sum(len(pd.read_csv(p))
+                      for p in results.glob("verify/judge_labels/*/verdicts.csv")),
+        "carry": sum(len(pd.read_csv(p)) for p in results.glob("carry/judged/*/*/verdicts.csv")),
+        "transfer": sum(len(pd.read_csv(p)) for p in results.glob("transfer/verdicts/*.csv")),
+    }
+    total = sum(counts.values())
+    binary = chromium_or_skip()
+    screenshot = OUTPUT / "verdict_browser_smoke_run.png"
+
+    def matching(browser) -> int:
+        text = browser.evaluate("document.getElementById('count').textContent")
+        found = re.match(r"(\d+) of (\d+) verdicts", text)
+        assert found and int(found.group(2)) == total, text
+        return int(found.group(1))
+
+    def choose(browser, element, value) -> int:
+        browser.evaluate(f"(() => {{ const e = document.getElementById('{element}'); "
+                         f"e.value = {json.dumps(value)}; "
+                         "e.dispatchEvent(new Event('change')); })()")
+        return matching(browser)
+
+    with Chromium(binary) as browser:
+        browser.open(page)
+        assert matching(browser) == total
+        assert browser.evaluate("document.querySelectorAll('#rows tr').length") == min(300, total)
+        for study, n in counts.items():
+            assert choose(browser, "f-study", study) == n > 0
+        choose(browser, "f-study", "")
+        assert choose(browser, "f-judge", SECOND_JUDGE) == counts["carry"] // 2
+        choose(browser, "f-judge", "")
+        # every answer shown is the cached text of the key it names, or a note where none is
+        shown = browser.evaluate("[...document.querySelectorAll('td.answer pre')]"
+                                 ".map(p => [p.title.replace('cache key ', ''), p.textContent])")
+        assert len(shown) >= 300
+        with SQLiteCache.read_only(workdir / "cache" / "llm_cache.sqlite") as cache:
+            for key, text in shown:
+                text, hit = re.sub(r"^vote \d+: ", "", text), cache.get(key)
+                assert text == (hit.text if hit is not None else "(not in the cache)") or \
+                    (hit is None and text.startswith(("unparseable: ", "failed: ")))
+        browser.screenshot(screenshot)
+        assert not browser.errors, browser.errors
+    assert screenshot.read_bytes()[:4] == b"\x89PNG", f"screenshot at {screenshot}"
+
+
 def test_swapping_the_reviser_reruns_only_revisions_gates_and_figures(finished_run):
     """Runs last: it changes the finished run. The judge is asked only about new check texts."""
     workdir, config = finished_run

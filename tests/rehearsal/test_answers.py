@@ -34,6 +34,7 @@ from rubriclab.carry.sources import (
 )
 from rubriclab.llm import Request
 from rubriclab.llm.formats import UnparseableAnswer, get_format
+from rubriclab.llm.request import cache_key
 from rubriclab.llm.standins import answer, infer_format
 from rubriclab.rehearsal.server import _JSON_FORMATS, REFUSAL
 from rubriclab.transfer import pipeline as TP
@@ -53,8 +54,9 @@ def rehearsal_completion(request: Request) -> SimpleNamespace:
         parsed = get_format(request.response_format).parse(text)
     except UnparseableAnswer as exc:
         return SimpleNamespace(request=request, outcome="unparseable", text=text, parsed=None,
-                               error=str(exc))
-    return SimpleNamespace(request=request, outcome="ok", text=text, parsed=parsed, error="")
+                               error=str(exc), key=cache_key(request, "rehearsal"))
+    return SimpleNamespace(request=request, outcome="ok", text=text, parsed=parsed, error="",
+                           key=cache_key(request, "rehearsal"))
 
 
 class Recorder:

@@ -16,6 +16,7 @@ import pytest
 
 from rubriclab.llm.fake import fake_answer
 from rubriclab.llm.formats import get_format
+from rubriclab.llm.request import cache_key
 from rubriclab.llm.formats_transfer import (
     RESPONSE_FORMAT, RUBRIC_FORMAT, SIMILARITY_FORMAT, match_format_name, scores_format_name,
 )
@@ -46,7 +47,10 @@ class ScriptedAsk:
 
     def __call__(self, requests, label):
         self.calls.append((list(requests), label))
-        return [self.answer(request) for request in requests]
+        # each answer a copy with its request's key (a scripted answer may serve several)
+        return [SimpleNamespace(**{**vars(self.answer(request)),
+                                   "key": cache_key(request, "fake-fingerprint")})
+                for request in requests]
 
     @property
     def requests(self):
@@ -528,6 +532,21 @@ def test_judge_takes_the_majority_per_criterion():
     # Response two on expert: [0,1], [0,1], [1,1] -> c0 2 no -> 0; c1 3 yes -> 1
     assert table[(two, "expert", 0)] == (0, 1, 3)
     assert table[(two, "expert", 1)] == (1, 3, 3)
+    # each row: the cache keys of its rubric's 3 votes, in vote order (the unparseable's too)
+    ask = ScriptedAsk(judge_answer)
+    again = P.judge_responses(JUDGE_RESPONSES, examples, JUDGE_RUBRICS, "judge/j", 3, 0.8, ask,
+                              reads=None)
+    by_vote = {}
+    for request in ask.requests:
+        marker = next(k for k in VOTES if k[0] in user_text(request)
+                      and f"0. {k[1]} c0." in user_text(request))
+        by_vote.setdefault(marker, {})[request.sample_index] = cache_key(request,
+                                                                         "fake-fingerprint")
+    keys = {(r.response_id, r.rubric): r.cache_keys for r in again.itertuples(index=False)}
+    assert keys[(one, "expert")] == " ".join(by_vote[("Response one.", "Expert e1")][v]
+                                             for v in range(3))
+    assert keys[(one, "g")] == " ".join(by_vote[("Response one.", "Gen e1")][v] for v in range(3))
+    assert keys[(one, "expert")] != keys[(one, "g")]
     vectors = P.verdict_vectors(verdicts)
     assert vectors[(one, "expert")].tolist() == [1, -1, -1]
     assert vectors[(one, "g")].tolist() == [1, 0]

@@ -297,6 +297,50 @@ def ledger_files():
     ]
 
 
+def verdict_browser_input(wildcards):
+    """Every verdict table of the run, what labels and names its rows, and the judging
+    rules' ledgers (what they recorded of answers that never parsed)."""
+    carry = [(d, slug) for d in CARRY_DATASETS for slug in JUDGE_BY_SLUG]
+    return {
+        "fig2": expand(
+            "results/carry/fig2/{dataset}/verdicts.csv", dataset=FIG2_DATASETS
+        ),
+        "fig2_checklists": [
+            f"results/carry/rubrics/{'own' if d in OWN_DATASETS else 'generic'}/{d}.json"
+            for d in FIG2_DATASETS
+        ],
+        "verify": expand(
+            "results/verify/judge_labels/{dataset}/verdicts.csv", dataset=DATASETS
+        ),
+        "verify_checklists": expand(
+            "results/carry/rubrics/generic/{dataset}.json", dataset=DATASETS
+        ),
+        "carry": [f"results/carry/judged/{d}/{slug}/verdicts.csv" for d, slug in carry],
+        "carry_items": expand("results/carry/items/{d}.csv", d=CARRY_DATASETS),
+        "carry_starts": [
+            f"results/carry/rubrics/{d}/{source}.json"
+            for d in CARRY_DATASETS
+            for source in carry_start_sources(d)
+        ],
+        "transfer": expand(
+            "results/transfer/verdicts/{name}.csv", name=transfer_response_files()
+        ),
+        "ledgers": [
+            *expand(
+                "results/ledger/carry_fig2_judge-{dataset}.jsonl", dataset=FIG2_DATASETS
+            ),
+            *expand(
+                "results/ledger/verify_judge_labels-{dataset}.jsonl", dataset=DATASETS
+            ),
+            *[f"results/ledger/carry_judge-{d}-{slug}.jsonl" for d, slug in carry],
+            *expand(
+                "results/ledger/transfer_judge-{name}.jsonl",
+                name=transfer_response_files(),
+            ),
+        ],
+    }
+
+
 def all_targets():
     return [
         *expand("data/prepared/{dataset}.csv", dataset=DATASETS + ["healthbench"]),
@@ -310,6 +354,7 @@ def all_targets():
         "figures/data_summary.md",
         "figures/cost_report.md",
         "figures/replication.md",
+        "figures/verdicts.html",
         "results/effective_config.yaml",
     ]
 

@@ -146,6 +146,34 @@ rule replication:
         "../scripts/replication.py"
 
 
+rule verdict_browser:
+    input:
+        unpack(verdict_browser_input),
+    output:
+        report(
+            "figures/verdicts.html",
+            caption="../report/verdict_browser.rst",
+            category="verdicts",
+        ),
+    log:
+        "logs/verdict_browser.log",
+    conda:
+        "../envs/rubriclab.yaml"
+    params:
+        fig2_datasets=FIG2_DATASETS,
+        verify_datasets=DATASETS,
+        carry=[
+            (d, JUDGE_BY_SLUG[slug]) for d in CARRY_DATASETS for slug in JUDGE_BY_SLUG
+        ],
+        carry_datasets=CARRY_DATASETS,
+        transfer=transfer_response_files(),
+        judge=JUDGE,
+        transfer_judge=T_JUDGE,
+        run=config.get("run") or "",
+    script:
+        "../scripts/verdict_browser.py"
+
+
 rule carry_table1:
     input:
         TABLE1_EXAMPLE,

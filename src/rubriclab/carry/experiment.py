@@ -46,8 +46,9 @@ from rubriclab.stats.intervals import rate_interval
 METRICS = ("correct_passed", "flawed_caught", "unplanned_caught")
 ITEM_COLUMNS = ["item_id", "task", "output", "label", "scope", "split", "unplanned",
                 "in_recon72"]
+# cache_key: the key of the answer in the call cache, where its text is (rubriclab.browser).
 JUDGED_VERDICT_COLUMNS = ["item_id", "kind", "scope", "source", "rendering", "check_text", "vote",
-                   "answer"]
+                          "answer", "cache_key"]
 RATE_COLUMNS = [
     "dataset", "judge", "item_set", "environments", "reviser", "source", "rendering", "mode",
     "seed", "round", "gate", "variant", "n_no_evidence", "metric", "value", "low", "high",
@@ -271,7 +272,7 @@ def judge_plan(items: pd.DataFrame, texts_by_scope: Mapping[str, Sequence[str]],
 
 def verdict_rows(rows: list[dict], completions: Sequence) -> pd.DataFrame:
     """The verdict table: per_check answers "yes"/"no", renderings "pass"/"fail", or
-    "unparseable" (never guessed)."""
+    "unparseable" (never guessed); each with the cache key of its answer."""
     out = []
     for row, completion in zip(rows, completions, strict=True):
         if completion.outcome != "ok":
@@ -280,7 +281,7 @@ def verdict_rows(rows: list[dict], completions: Sequence) -> pd.DataFrame:
             answer = completion.parsed
         else:
             answer = rendering_outcome(row["rendering"], completion.parsed)
-        out.append({**row, "answer": answer})
+        out.append({**row, "answer": answer, "cache_key": completion.key})
     return pd.DataFrame(out, columns=JUDGED_VERDICT_COLUMNS)
 
 

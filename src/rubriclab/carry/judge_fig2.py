@@ -20,7 +20,9 @@ from .aggregate import VERDICT_COLUMNS as AGGREGATE_VERDICT_COLUMNS
 from .checklists import Check, Checklist
 from .prompts import paragraph_messages, per_check_messages
 
-VERDICT_COLUMNS = list(AGGREGATE_VERDICT_COLUMNS)  # the fig2 verdict table of `aggregate`
+# The fig2 verdict table of `aggregate`, and the cache key of each answer (the call cache holds
+# its text: rubriclab.browser looks it up there, so the table keeps the key, never the text).
+VERDICT_COLUMNS = [*AGGREGATE_VERDICT_COLUMNS, "cache_key"]
 
 
 def write_checklist_json(checklist: Checklist, path: Path) -> None:
@@ -69,9 +71,11 @@ def build_requests(items: pd.DataFrame, checklist: Checklist, lengths: list[int]
 def judge_items(client: LLMClient, items: pd.DataFrame, checklist: Checklist, lengths: list[int],
                 runs: int, judge: str, temperature: float, max_tokens: int,
                 label: str) -> pd.DataFrame:
-    """One verdict row per request: "yes", "no" or "unparseable" (never guessed)."""
+    """One verdict row per request: "yes", "no" or "unparseable" (never guessed), with the
+    cache key of the answer."""
     requests, rows = build_requests(items, checklist, lengths, runs, judge, temperature, max_tokens)
     completions = client.run(requests, label=label)
     for row, completion in zip(rows, completions, strict=True):
         row["verdict"] = completion.parsed if completion.outcome == "ok" else "unparseable"
+        row["cache_key"] = completion.key
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)

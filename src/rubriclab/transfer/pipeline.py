@@ -53,8 +53,11 @@ if TYPE_CHECKING:
 UNDETERMINED = -1
 RESPONSE_COLUMNS = ["example_id", "response_id", "model", "kind", "target_rubric",
                     "target_index", "direction", "text"]
+# cache_keys: the call-cache keys of the votes' answers, in vote order, space-separated (one
+# answer scores every criterion of the rubric, so a rubric's rows share them); the cache holds
+# the texts (rubriclab.browser looks them up).
 VERDICT_COLUMNS = ["example_id", "response_id", "rubric", "criterion_index", "verdict",
-                   "votes_yes", "votes"]
+                   "votes_yes", "votes", "cache_keys"]
 
 Ask = Callable[[list[Request], str], list]
 
@@ -283,17 +286,20 @@ def judge_responses(responses: pd.DataFrame, examples: pd.DataFrame,
             keys += [(response.example_id, response.response_id, name, len(criteria))] * len(batch)
     completions = ask(requests, f"transfer judge {judge}")
     tallies: dict[tuple, list] = {}
+    cache_keys: dict[tuple, list[str]] = {}
     for key, completion in zip(keys, completions, strict=True):
         tallies.setdefault(key, []).append(completion.parsed if completion.outcome == "ok" else None)
+        cache_keys.setdefault(key, []).append(completion.key)
     rows = []
     for (example_id, response_id, name, n), answers in tallies.items():
+        answer_keys = " ".join(cache_keys[(example_id, response_id, name, n)])
         for index in range(n):
             yes = sum(1 for a in answers if a is not None and a[index] == 1)
             no = sum(1 for a in answers if a is not None and a[index] == 0)
             verdict = 1 if 2 * yes > len(answers) else 0 if 2 * no > len(answers) else UNDETERMINED
             rows.append(dict(example_id=example_id, response_id=response_id, rubric=name,
                              criterion_index=index, verdict=verdict, votes_yes=yes,
-                             votes=len(answers)))
+                             votes=len(answers), cache_keys=answer_keys))
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
