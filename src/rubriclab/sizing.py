@@ -14,13 +14,14 @@ import math
 
 from rubriclab.llm.settings import LLMConfig
 
-# A job that calls no model: pandas, matplotlib, the data's own files. The largest measured
-# (preparing HealthBench through the Hugging Face datasets library, the figures) stay under
-# 700 MB and a few minutes on the reduced rehearsal; the paper-scale tables are a few MB more.
+# A job that calls no model: pandas, matplotlib, scipy's bootstraps over tables of at most a
+# few hundred thousand rows; each takes seconds to a few minutes. (Most rules' own benchmark
+# files measure the model jobs; these are not measured rule by rule.)
 SMALL_MEM_MB = 2000
 SMALL_RUNTIME_MIN = 30
 # A job that calls an API model: litellm, the cache and up to `concurrency` answers in flight
-# (measured under 600 MB); most of its time is waiting on the provider.
+# (the reduced rehearsal's model jobs peak under 500 MB; paper-scale tables are larger); most
+# of its time is waiting on the provider.
 API_MEM_MB = 2000
 # At paper.yaml's Tier 2 rate limits the slowest model's calls take 3.2 hours when not in batch
 # mode (docs/paper_scale.md, `make plan-paper`): twice that. A model in batch mode waits for its

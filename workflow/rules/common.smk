@@ -144,6 +144,7 @@ def own_data_targets():
 JUDGE = config["models"]["judge"]
 AGENT = config["models"]["agent"]
 # The generic checklists ship with the package; as an input, an edit to them reruns what follows.
+# Inputs as local() files: read where the package is installed, never through a storage plugin.
 GENERIC_CHECKLISTS = str(
     files("rubriclab") / "resources" / "checklists" / "generic.yaml"
 )

@@ -158,7 +158,7 @@ rule replication:
 
 rule carry_table1:
     input:
-        TABLE1_EXAMPLE,
+        local(TABLE1_EXAMPLE),
     output:
         md=report(
             "figures/carry/table1_shapley_example.md",

@@ -3,7 +3,7 @@
 
 rule generic_checklist:
     input:
-        GENERIC_CHECKLISTS,
+        local(GENERIC_CHECKLISTS),
     output:
         "results/carry/rubrics/generic/{dataset}.json",
     log:
