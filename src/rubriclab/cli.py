@@ -26,20 +26,22 @@ import sys
 from pathlib import Path
 
 from rubriclab import __version__
-from rubriclab.llm.cache import SQLiteCache
+from rubriclab.llm.cache import AnswerStore, open_cache
 from rubriclab.llm.settings import LLMConfig
 
 
-def _cache(args: argparse.Namespace) -> SQLiteCache:
-    """The cache, opened for writing by `import` and read-only by `stats` and `export` (which
-    so never create a cache, nor write to a read-only one)."""
-    path = LLMConfig.from_dict({}, cache_dir=args.cache_dir).cache_path
-    if args.action == "import":
-        return SQLiteCache(path)
-    return SQLiteCache.read_only(path)
+def _config(args: argparse.Namespace) -> LLMConfig:
+    return LLMConfig.from_dict({}, cache_dir=args.cache_dir)
 
 
-def _fingerprints(store: SQLiteCache, declared: list[str]) -> dict[str, str]:
+def _cache(args: argparse.Namespace) -> AnswerStore:
+    """The cache (a SQLite file, or a PostgreSQL database where --cache-dir or RUBRICLAB_CACHE
+    is a postgresql:// URL), opened for writing by `import` and read-only by `stats` and
+    `export` (which so never create a cache, nor write to a read-only one)."""
+    return open_cache(_config(args), read_only=args.action != "import")
+
+
+def _fingerprints(store: AnswerStore, config: LLMConfig, declared: list[str]) -> dict[str, str]:
     """Fingerprints for entries stored before fingerprints were recorded: those named on the
     command line, and those of fake and embedded models, which this machine can compute."""
     from rubriclab.llm.backends import Backends
@@ -50,7 +52,7 @@ def _fingerprints(store: SQLiteCache, declared: list[str]) -> dict[str, str]:
         if not sep or not model:
             raise SystemExit(f"rubriclab: --fingerprint takes MODEL=FINGERPRINT, got {item!r}")
         named[model] = fingerprint
-    backends = Backends(LLMConfig.from_dict({}, cache_dir=store.path.parent))
+    backends = Backends(config)
     for model in store.models_without_fingerprint():
         if model in named or not model.startswith(("fake/", "local/")):
             continue
@@ -67,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"rubriclab {__version__}")
     parser.add_argument("--cache-dir", default=None,
-                        help="cache folder (default: RUBRICLAB_CACHE or .cache/rubriclab)")
+                        help="cache folder, or a postgresql:// URL (default: RUBRICLAB_CACHE "
+                             "or .cache/rubriclab)")
     commands = parser.add_subparsers(dest="group", metavar="COMMAND", required=True)
     cache = commands.add_parser("cache", help="the model-call cache")
     actions = cache.add_subparsers(dest="action", required=True)
@@ -141,10 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     with store:
         try:
             if args.action == "export":
-                count = store.export_to(args.file, _fingerprints(store, args.fingerprint),
+                count = store.export_to(args.file,
+                                        _fingerprints(store, _config(args), args.fingerprint),
                                         sign_with=signing)
                 signed = "" if signing is None else " (signed)"
-                print(f"exported {count} cached answers from {store.path} to {args.file}"
+                print(f"exported {count} cached answers from {store.location} to {args.file}"
                       f"{signed}")
             elif args.action == "import":
                 if not args.file.is_file():
@@ -158,13 +162,13 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     signer = (f"signed by key {report.signed_by}, not checked against a "
                               "trusted key (--trust)")
-                print(f"imported into {store.path}: {report.added} added, "
+                print(f"imported into {store.location}: {report.added} added, "
                       f"{report.already_present} already present, "
                       f"{report.conflicting} conflicting (kept the existing answer); {signer}")
             else:
                 for model, count in store.counts_by_model():
                     print(f"{count:8d}  {model}")
-                print(f"{len(store):8d}  total ({store.path})")
+                print(f"{len(store):8d}  total ({store.location})")
         except ValueError as exc:
             what = "nothing was imported" if args.action == "import" else "nothing was written"
             if "were added" in str(exc):  # the file changed during the import: said in exc

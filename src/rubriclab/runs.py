@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, MutableMapping
 
 from .config import ConfigError
-from .llm.settings import DEFAULT_CACHE_DIR
+from .llm.settings import DEFAULT_CACHE_DIR, is_cache_url
 
 RUNS_DIR = "runs"
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -62,12 +62,20 @@ def anchor_to_launch_dir(config: dict[str, Any], launch_dir: str | Path,
         return str(base / Path(path).expanduser())
 
     for variable in PATH_VARIABLES:
-        if environ.get(variable):
+        if environ.get(variable) and not is_cache_url(environ[variable]):
             environ[variable] = absolute(environ[variable])
     anchored = dict(config)
     if anchored.get("data_mirror"):
         anchored["data_mirror"] = absolute(anchored["data_mirror"])
-    if not environ.get("RUBRICLAB_CACHE"):
+    # A postgresql:// cache is the same from every folder; the folder of its per-host files
+    # (cache_dir) is anchored like a SQLite cache's folder (the default one, where cache_dir
+    # holds the URL).
+    cache_env = environ.get("RUBRICLAB_CACHE")
+    if is_cache_url(anchored.get("cache_dir")):
+        anchored["cache_dir"] = None
+        anchored.setdefault("llm", {})
+        anchored["llm"] = {**(anchored["llm"] or {}), "cache_url": config["cache_dir"]}
+    if not cache_env or is_cache_url(cache_env):
         anchored["cache_dir"] = absolute(anchored.get("cache_dir") or DEFAULT_CACHE_DIR)
     return anchored
 

@@ -250,7 +250,7 @@ def key_problems(config: Mapping[str, Any],
     placeholder_api_key: true, as the model layer decides) and the cache which models it holds
     answers of (read only; a missing cache holds none)."""
     from .llm.backends import Backends
-    from .llm.cache import SQLiteCache
+    from .llm.cache import open_cache
     from .llm.settings import LLMConfig
 
     models = configured_models(config)
@@ -263,9 +263,12 @@ def key_problems(config: Mapping[str, Any],
     backends = Backends(llm)
 
     cached: list[str] = []
-    if llm.cache_path.is_file():
-        with SQLiteCache.read_only(llm.cache_path) as cache:
-            cached = [model for model, _ in cache.counts_by_model()]
+    if llm.cache_url or llm.cache_path.is_file():
+        try:
+            with open_cache(llm, read_only=True) as cache:
+                cached = [model for model, _ in cache.counts_by_model()]
+        except FileNotFoundError:  # a PostgreSQL database with no cache yet
+            cached = []
     return missing_keys(remote, backends.missing_api_keys, cached)
 
 
@@ -324,7 +327,17 @@ def cache_dir_problems(config: Mapping[str, Any]) -> list[str]:
     from .llm.settings import LLMConfig
 
     llm = LLMConfig.from_dict(config.get("llm"), cache_dir=config.get("cache_dir"))
-    if os.environ.get("RUBRICLAB_CACHE"):
+    if llm.cache_url:
+        from .llm.cache import CacheUnavailable
+        from .llm.cache_pg import connect
+
+        try:
+            connect(llm.cache_url).close()
+        except CacheUnavailable as exc:  # naming the server, without its password
+            return [f"the model-call cache: {exc}; start the server, or name another cache "
+                    "(RUBRICLAB_CACHE, cache_dir or llm.cache_url)"]
+        named = "the folder of what stays per host (cache_dir, else .cache/rubriclab)"
+    elif os.environ.get("RUBRICLAB_CACHE"):
         named = "the environment variable RUBRICLAB_CACHE"
     elif config.get("cache_dir"):
         named = "config key 'cache_dir'"
@@ -336,7 +349,7 @@ def cache_dir_problems(config: Mapping[str, Any]) -> list[str]:
         handle, probe = tempfile.mkstemp(dir=folder, prefix=".write-check-")
         os.close(handle)
         os.unlink(probe)
-        if llm.cache_path.exists():
+        if llm.cache_url is None and llm.cache_path.exists():
             with open(llm.cache_path, "r+b"):
                 pass
     except OSError as exc:

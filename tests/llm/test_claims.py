@@ -17,20 +17,21 @@ def ask(text, model="fake/hash"):
     return Request.chat(model, [{"role": "user", "content": text}], response_format="yes_no")
 
 
-def same_requests(cache_dir, api_base, n, go, out):
+def same_requests(cache_dir, cache_url, api_base, n, go, out):
     """One of the two processes: `n` requests, the same as its twin's, against one cache."""
     settings = ModelSettings(api_base=api_base, concurrency=4, timeout_s=10, num_retries=0,
                              placeholder_api_key=True)
     requests = [Request.chat("openai/stub-model", [{"role": "user", "content": f"q{i}"}],
                              response_format="yes_no", max_tokens=4) for i in range(n)]
-    with LLMClient(LLMConfig(cache_dir=cache_dir, defaults=settings)) as client:
+    with LLMClient(LLMConfig(cache_dir=cache_dir, cache_url=cache_url,
+                             defaults=settings)) as client:
         client.backends.litellm  # set up before the start, so that both start together
         go.wait(timeout=120)
         answers = client.run(requests)
     out.put({"cached": sum(a.cached for a in answers), "texts": [a.text for a in answers]})
 
 
-def test_two_processes_making_the_same_50_requests_pay_50(tmp_path):
+def test_two_processes_making_the_same_50_requests_pay_50(tmp_path, backend):
     # Processes forked from a fresh single-threaded server that has imported litellm once:
     # they start at once (no import each) and inherit no thread of this test process.
     context = multiprocessing.get_context("forkserver")
@@ -38,7 +39,8 @@ def test_two_processes_making_the_same_50_requests_pay_50(tmp_path):
     go, out = context.Event(), context.Queue()
     with ScriptedOpenAIServer([], then="Yes", delay_s=0.02) as server:
         workers = [context.Process(target=same_requests,
-                                   args=(tmp_path / "cache", server.api_base, 50, go, out))
+                                   args=(tmp_path / "cache", backend.url(tmp_path / "cache"),
+                                         server.api_base, 50, go, out))
                    for _ in range(2)]
         for worker in workers:
             worker.start()
@@ -55,10 +57,10 @@ def test_two_processes_making_the_same_50_requests_pay_50(tmp_path):
     assert outs[0]["cached"] + outs[1]["cached"] == 50  # each answer paid once, then shared
 
 
-def test_one_batch_asking_one_request_twice_pays_once(tmp_path, monkeypatch):
+def test_one_batch_asking_one_request_twice_pays_once(tmp_path, monkeypatch, backend):
     log_path = tmp_path / "calls.log"
     monkeypatch.setenv("RUBRICLAB_FAKE_CALL_LOG", str(log_path))
-    cfg = LLMConfig(cache_dir=tmp_path, defaults=ModelSettings(concurrency=4))
+    cfg = backend.config(tmp_path, defaults=ModelSettings(concurrency=4))
     requests = [ask("same?", "fake/hash?delay_s=0.2")] * 3 + [ask("other?", "fake/hash?delay_s=0.2")]
     with LLMClient(cfg) as client:
         answers = client.run(requests)
@@ -66,12 +68,12 @@ def test_one_batch_asking_one_request_twice_pays_once(tmp_path, monkeypatch):
     assert [a.cached for a in answers] == [False, True, True, False]
 
 
-def test_a_live_claim_is_waited_for_and_its_answer_served(tmp_path, monkeypatch):
+def test_a_live_claim_is_waited_for_and_its_answer_served(tmp_path, monkeypatch, backend):
     log_path = tmp_path / "calls.log"
     monkeypatch.setenv("RUBRICLAB_FAKE_CALL_LOG", str(log_path))
-    cfg = LLMConfig(cache_dir=tmp_path)
+    cfg = backend.config(tmp_path)
     request = ask("q")
-    with LLMClient(cfg) as client, SQLiteCache(cfg.cache_path) as other:
+    with LLMClient(cfg) as client, backend.open(tmp_path) as other:
         key = client.key_for(request)
         assert other.claim(key, "other-process", lease_s=30).claimed
 
@@ -99,7 +101,8 @@ def test_a_live_claim_is_waited_for_and_its_answer_served(tmp_path, monkeypatch)
     assert not log_path.exists()
 
 
-def test_a_claim_whose_holder_died_is_taken_over(tmp_path):
+def test_a_claim_whose_holder_died_is_taken_over_at_once_on_one_machine(tmp_path):
+    # SQLite only: its claims are of processes on this machine, whose pids can be checked.
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     with SQLiteCache(tmp_path / "c.sqlite") as cache:
@@ -109,8 +112,8 @@ def test_a_claim_whose_holder_died_is_taken_over(tmp_path):
         assert cache.claim("k", "me", lease_s=30).claimed
 
 
-def test_a_claim_whose_lease_ran_out_is_taken_over(tmp_path):
-    with SQLiteCache(tmp_path / "c.sqlite") as cache:
+def test_a_claim_whose_lease_ran_out_is_taken_over(tmp_path, backend):
+    with backend.open(tmp_path / "c.sqlite") as cache:
         assert cache.claim("k", "first", lease_s=0.2).claimed
         held = cache.claim("k", "second", lease_s=30)
         assert not held.claimed and f"process {os.getpid()}" in held.holder
@@ -118,8 +121,8 @@ def test_a_claim_whose_lease_ran_out_is_taken_over(tmp_path):
         assert cache.claim("k", "second", lease_s=30).claimed
 
 
-def test_a_holder_renews_its_lease_while_it_works(tmp_path):
-    cfg = LLMConfig(cache_dir=tmp_path)
+def test_a_holder_renews_its_lease_while_it_works(tmp_path, backend):
+    cfg = backend.config(tmp_path)
     request = ask("slow", "fake/hash?delay_s=1.0")
     with LLMClient(cfg) as client:
         client.claim_lease_s = 0.3  # renewed every 0.1 s; without renewal it ends at 0.3 s
@@ -127,7 +130,7 @@ def test_a_holder_renews_its_lease_while_it_works(tmp_path):
         seen = []
 
         def watch():
-            with SQLiteCache(cfg.cache_path) as other:
+            with backend.open(tmp_path) as other:
                 for _ in range(6):
                     time.sleep(0.15)
                     seen.append(other.claim(key, "other", lease_s=30))
@@ -142,10 +145,10 @@ def test_a_holder_renews_its_lease_while_it_works(tmp_path):
     assert all(not c.claimed for c in seen[:5])  # never taken while the holder worked
 
 
-def test_waiting_for_a_holder_that_never_answers_is_bounded(tmp_path, monkeypatch):
-    cfg = LLMConfig(cache_dir=tmp_path, defaults=ModelSettings(deadline_s=0.5))
+def test_waiting_for_a_holder_that_never_answers_is_bounded(tmp_path, monkeypatch, backend):
+    cfg = backend.config(tmp_path, defaults=ModelSettings(deadline_s=0.5))
     request = ask("q")
-    with LLMClient(cfg) as client, SQLiteCache(cfg.cache_path) as other:
+    with LLMClient(cfg) as client, backend.open(tmp_path) as other:
         client.claim_lease_s = 0.5  # waits at most deadline + 2 leases: 1.5 s
         other.claim(client.key_for(request), "stuck-but-alive", lease_s=3600)
         started = time.monotonic()

@@ -28,15 +28,18 @@ def ask(text):
                         max_tokens=4)
 
 
-def config(cache_dir, server, **llm):
+def config(cache_dir, server, backend=None, **llm):
     settings = ModelSettings(api_base=server.api_base, placeholder_api_key=True, timeout_s=20,
                              num_retries=0, concurrency=1)
+    if backend is not None:
+        return backend.config(cache_dir, defaults=settings, **llm)
     return LLMConfig(cache_dir=cache_dir, defaults=settings, **llm)
 
 
-def journaled_answers(cache_path):
+def journaled_answers(cache_path, backend=None):
     keys = set()
-    for path in journal_dir(cache_path).glob("*.jsonl"):
+    folder = journal_dir(cache_path) if backend is None else backend.journal_dir(cache_path)
+    for path in folder.glob("*.jsonl"):
         keys |= {r["row"]["key"] for r in read_records(path.read_bytes(), path)
                  if r["t"] == "answer"}
     return keys
@@ -50,22 +53,19 @@ def stored_keys(cache_path):
         db.close()
 
 
-def test_a_write_lock_held_past_the_busy_timeout_loses_no_paid_answer(tmp_path):
+def test_a_write_lock_held_past_the_busy_timeout_loses_no_paid_answer(tmp_path, backend):
     cache_dir = tmp_path / "cache"
-    cache_path = cache_dir / "llm_cache.sqlite"
     holder = {}
 
     def lock_the_cache(number):
         # While the first call is in flight, another process takes the write lock and keeps it.
         if number == 1:
-            db = sqlite3.connect(cache_path, isolation_level=None, check_same_thread=False)
-            db.execute("BEGIN EXCLUSIVE")
-            holder["db"] = db
+            holder["release"] = backend.take_write_lock(cache_dir)
 
     requests = [ask("first?"), ask("second?")]
     with ScriptedOpenAIServer([], then="Yes", on_request=lock_the_cache) as server:
-        cfg = config(cache_dir, server)
-        store = SQLiteCache(cfg.cache_path, busy_timeout_s=0.2)
+        cfg = config(cache_dir, server, backend)
+        store = backend.open(cache_dir, busy_timeout_s=0.2)
         ledger = Ledger(tmp_path / "ledger.jsonl", "judge")
         with LLMClient(cfg, cache=store, ledger=ledger) as client:
             keys = [client.key_for(client.prepare(r)) for r in requests]
@@ -77,42 +77,37 @@ def test_a_write_lock_held_past_the_busy_timeout_loses_no_paid_answer(tmp_path):
         assert answers[0].text == "Yes" and not answers[0].cached
         assert answers[1].error.startswith("CacheUnwritable") and answers[1].attempts == 0
         assert len(server.requests) == 1
-        assert stored_keys(cache_path).isdisjoint(keys)
-        assert journaled_answers(cache_path) == {keys[0]}
+        assert backend.stored_keys(cache_dir).isdisjoint(keys)
+        assert journaled_answers(cache_dir, backend) == {keys[0]}
 
-        holder["db"].execute("ROLLBACK")
-        holder["db"].close()
+        holder["release"]()
         with LLMClient(cfg, ledger=Ledger(tmp_path / "rerun.jsonl", "judge")) as rerun:
             again = rerun.run(requests)
         assert [a.cached for a in again] == [True, False]
         assert [a.text for a in again] == ["Yes", "Yes"]
         assert len(server.requests) == 2  # each paid once
-    assert set(keys) <= stored_keys(cache_path)
-    assert not list(journal_dir(cache_path).glob("*.jsonl"))  # taken and deleted
+    assert set(keys) <= backend.stored_keys(cache_dir)
+    assert not list(backend.journal_dir(cache_dir).glob("*.jsonl"))  # taken and deleted
 
 
-def test_an_answer_the_locked_database_refused_is_stored_at_the_next_write(tmp_path):
+def test_an_answer_the_locked_database_refused_is_stored_at_the_next_write(tmp_path, backend):
     from rubriclab.llm.cache import make_answer
 
-    cache_path = tmp_path / "llm_cache.sqlite"
-    with SQLiteCache(cache_path, busy_timeout_s=0.1) as store:
-        other = sqlite3.connect(cache_path, isolation_level=None)
-        other.execute("BEGIN EXCLUSIVE")
-        store.put(make_answer("a" * 64, ask("a"), "Yes", 3, 1, 0.01, "fp"))
-        assert store.get("a" * 64).text == "Yes"  # served while the database refuses it
-        assert stored_keys(cache_path) == set()
-        other.execute("ROLLBACK")
-        other.close()
+    with backend.open(tmp_path, busy_timeout_s=0.1) as store:
+        with backend.write_lock(tmp_path):
+            store.put(make_answer("a" * 64, ask("a"), "Yes", 3, 1, 0.01, "fp"))
+            assert store.get("a" * 64).text == "Yes"  # served while the database refuses it
+            assert backend.stored_keys(tmp_path) == set()
         store.put(make_answer("b" * 64, ask("b"), "No", 3, 1, 0.01, "fp"))
-        assert stored_keys(cache_path) == {"a" * 64, "b" * 64}
+        assert backend.stored_keys(tmp_path) == {"a" * 64, "b" * 64}
         journal_file = store._journal.path
     assert not journal_file.exists()  # nothing outstanding: deleted at close
 
 
-def test_no_paid_call_starts_without_the_free_space_it_needs(tmp_path):
+def test_no_paid_call_starts_without_the_free_space_it_needs(tmp_path, backend):
     with ScriptedOpenAIServer([], then="Yes") as server:
         # More free space than any disk has: the check refuses before the first call.
-        cfg = config(tmp_path / "cache", server, min_free_disk_mb=2.0**40)
+        cfg = config(tmp_path / "cache", server, backend, min_free_disk_mb=2.0**40)
         with LLMClient(cfg) as client:
             with pytest.raises(DiskSpaceLow) as refused:
                 client.run([ask("q1"), ask("q2")])
@@ -184,11 +179,13 @@ KILLED = textwrap.dedent("""
     from rubriclab.llm import LLMClient, LLMConfig, ModelSettings, Request
     from rubriclab.llm.ledger import Ledger
 
-    api_base, cache_dir, ledger = sys.argv[1:4]
+    api_base, cache_dir, ledger, cache_url = sys.argv[1:5]
     settings = ModelSettings(api_base=api_base, placeholder_api_key=True, timeout_s=120,
                              num_retries=0)
-    cfg = LLMConfig(cache_dir=Path(cache_dir), defaults=settings)
+    cfg = LLMConfig(cache_dir=Path(cache_dir), cache_url=cache_url or None, defaults=settings)
     with LLMClient(cfg, ledger=Ledger(Path(ledger), "judge")) as client:
+        # A short lease: on PostgreSQL (no pid check) the rerun waits for it to run out.
+        client.claim_lease_s = 3.0
         client.run([Request.chat("openai/stub-model", [{"role": "user", "content": "slow?"}],
                                  response_format="yes_no", max_tokens=4)])
 """)
@@ -215,7 +212,7 @@ def run_until(args, ready, env=None):
         job.stderr.close()
 
 
-def test_a_killed_process_calls_in_flight_are_billed_as_paid_unknown(tmp_path):
+def test_a_killed_process_calls_in_flight_are_billed_as_paid_unknown(tmp_path, backend):
     cache_dir = tmp_path / "cache"
     ledger_path = tmp_path / "ledger" / "judge.jsonl"
     script = tmp_path / "killed.py"
@@ -226,14 +223,14 @@ def test_a_killed_process_calls_in_flight_are_billed_as_paid_unknown(tmp_path):
             time.sleep(30)  # in flight when its process is killed
 
     with ScriptedOpenAIServer([], then="Yes", on_request=first_is_slow) as server:
-        run_until([script, server.api_base, cache_dir, ledger_path],
-                  lambda job: bool(server.requests))
+        run_until([script, server.api_base, cache_dir, ledger_path,
+                   backend.url(cache_dir) or ""], lambda job: bool(server.requests))
         journal = attempts_path(ledger_path)
         assert not journal.exists() or journal.read_text() == ""  # it recorded nothing
-        assert list(journal_dir(cache_dir / "llm_cache.sqlite").glob("*.jsonl"))
+        assert list(backend.journal_dir(cache_dir).glob("*.jsonl"))
 
         # The rerun's cache takes the journal over: the killed call is on the bill.
-        cfg = config(cache_dir, server)
+        cfg = config(cache_dir, server, backend)
         with LLMClient(cfg, ledger=Ledger(ledger_path, "judge")) as rerun:
             [answer] = rerun.run([ask("slow?")])
         assert answer.outcome == "ok" and not answer.cached
@@ -244,18 +241,23 @@ def test_a_killed_process_calls_in_flight_are_billed_as_paid_unknown(tmp_path):
     summary = summarize(read_ledgers([ledger_path]), earlier).iloc[0]
     assert (summary["earlier_calls"], summary["earlier_cost_unknown_calls"]) == (1, 1)
     assert calls_per_distinct_request(read_ledgers([ledger_path]), earlier) == (2, 1)
-    assert not list(journal_dir(cache_dir / "llm_cache.sqlite").glob("*.jsonl"))
+    assert not list(backend.journal_dir(cache_dir).glob("*.jsonl"))
 
-    SQLiteCache(cache_dir / "llm_cache.sqlite").close()  # taken once, billed once
+    backend.open(cache_dir).close()  # taken once, billed once
     assert len(read_ledgers([journal])) == 2
 
 
 KILLED_AFTER_PUT = textwrap.dedent("""
     import sys, time
+    from pathlib import Path
     from rubriclab.llm.cache import SQLiteCache, make_answer
+    from rubriclab.llm.cache_pg import PostgresCache
     from rubriclab.llm.request import Request
 
-    store = SQLiteCache(sys.argv[1], busy_timeout_s=0.1)
+    if len(sys.argv) > 2:  # a PostgreSQL cache: its URL and the folder of its journals
+        store = PostgresCache(sys.argv[2], local_dir=Path(sys.argv[1]), busy_timeout_s=0.1)
+    else:
+        store = SQLiteCache(sys.argv[1], busy_timeout_s=0.1)
     request = Request.chat("openai/stub-model", [{"role": "user", "content": "q"}])
     store.put(make_answer("a" * 64, request, "Yes", 3, 1, 0.01, "fp"))
     assert store.get("a" * 64).text == "Yes"  # served from memory meanwhile
@@ -264,29 +266,29 @@ KILLED_AFTER_PUT = textwrap.dedent("""
 """)
 
 
-def test_an_answer_journaled_and_never_stored_is_stored_by_the_next_open(tmp_path):
+def test_an_answer_journaled_and_never_stored_is_stored_by_the_next_open(tmp_path, backend):
     """A process that got an answer while the database was locked, then was killed: its
     journal gives the answer to the next process that opens the cache."""
     cache_path = tmp_path / "llm_cache.sqlite"
-    SQLiteCache(cache_path).close()
     script = tmp_path / "killed.py"
     script.write_text(KILLED_AFTER_PUT)
-    db = sqlite3.connect(cache_path, isolation_level=None)
-    db.execute("BEGIN EXCLUSIVE")
+    if backend.server is None:
+        args = [script, cache_path]
+    else:
+        args = [script, backend.config(tmp_path).local_dir, backend.url(cache_path)]
     lines = []
-    run_until([script, cache_path],
-              lambda job: lines.append(job.stdout.readline()) or b"journaled" in lines[-1])
-    db.execute("ROLLBACK")
-    db.close()
-    assert "a" * 64 not in stored_keys(cache_path)
-    assert journaled_answers(cache_path) == {"a" * 64}
-    with SQLiteCache(cache_path) as reopened:
+    with backend.write_lock(cache_path):
+        run_until(args,
+                  lambda job: lines.append(job.stdout.readline()) or b"journaled" in lines[-1])
+    assert "a" * 64 not in backend.stored_keys(cache_path)
+    assert journaled_answers(cache_path, backend) == {"a" * 64}
+    with backend.open(cache_path) as reopened:
         assert reopened.get("a" * 64).text == "Yes"
-    assert "a" * 64 in stored_keys(cache_path)
-    assert not list(journal_dir(cache_path).glob("*.jsonl"))
+    assert "a" * 64 in backend.stored_keys(cache_path)
+    assert not list(backend.journal_dir(cache_path).glob("*.jsonl"))
 
 
-def test_a_long_journal_moves_what_is_outstanding_to_a_new_file(tmp_path, monkeypatch):
+def test_a_long_journal_moves_what_is_outstanding_to_a_new_file(tmp_path, monkeypatch, backend):
     """Past COMPACT_BYTES the journal starts a new file with the answers not yet stored (and
     requests not yet closed): nothing outstanding is left behind, nothing stored is carried."""
     from rubriclab.llm import journal
@@ -295,26 +297,24 @@ def test_a_long_journal_moves_what_is_outstanding_to_a_new_file(tmp_path, monkey
     monkeypatch.setattr(journal, "COMPACT_BYTES", 8 << 10)
     monkeypatch.setattr(journal, "RESERVE_BYTES", 16 << 10)
     cache_path = tmp_path / "llm_cache.sqlite"
-    with SQLiteCache(cache_path, busy_timeout_s=0.05) as store:
+    with backend.open(cache_path, busy_timeout_s=0.05) as store:
         for i in range(40):  # stored at once: nothing outstanding
             store.put(make_answer(f"{i:064x}", ask(f"s{i}"), "Yes " * 40, 3, 1, 0.01, "fp"))
         store.journal_sent("f" * 64, MODEL, None, "judge", "run-1")
-        other = sqlite3.connect(cache_path, isolation_level=None)
-        other.execute("BEGIN EXCLUSIVE")
+        release = backend.take_write_lock(cache_path)
         locked = [f"{i:064x}" for i in range(100, 140)]
         for key in locked:
             store.put(make_answer(key, ask(key), "No " * 40, 3, 1, 0.01, "fp"))
-        [current] = journal_dir(cache_path).glob("*.jsonl")
+        [current] = store.journal_dir.glob("*.jsonl")
         records = read_records(current.read_bytes(), current)
         answers = {r["row"]["key"] for r in records if r["t"] == "answer"}
         assert set(locked) <= answers  # every answer the database refused, in one file
         assert not answers & {f"{i:064x}" for i in range(10)}  # stored, and compacted away
         assert {r["key"] for r in records if r["t"] == "sent"} == {"f" * 64}
-        other.execute("ROLLBACK")
-        other.close()
+        release()
         store.journal_closed("f" * 64)
-    assert set(locked) <= stored_keys(cache_path)
-    assert not list(journal_dir(cache_path).glob("*.jsonl"))
+    assert set(locked) <= backend.stored_keys(cache_path)
+    assert not list(backend.journal_dir(cache_path).glob("*.jsonl"))
 
 
 @pytest.mark.parametrize("value", [-1, "lots", True])

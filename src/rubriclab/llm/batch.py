@@ -215,6 +215,15 @@ class BatchStore:
         return jobs
 
 
+def open_batch_store(config: LLMConfig) -> BatchStore:
+    """The batch store beside the cache: on its PostgreSQL server, or a SQLite file."""
+    if config.cache_url:
+        from .batch_pg import PostgresBatchStore
+
+        return PostgresBatchStore(config.cache_url)
+    return BatchStore(config.cache_dir / BatchStore.FILE_NAME)
+
+
 @dataclass(frozen=True)
 class BatchOutcome:
     """What a batch gave one request: an answer, or why not. `running`: the batch had not
@@ -298,7 +307,7 @@ class BatchRunner:
     @property
     def store(self) -> BatchStore:
         if self._store is None:
-            self._store = BatchStore(self.config.cache_dir / BatchStore.FILE_NAME)
+            self._store = open_batch_store(self.config)
         return self._store
 
     def close(self) -> None:

@@ -48,6 +48,7 @@ from .request import (CACHE_KEY_VERSION, Request, cache_key, legacy_cache_keys,
                       request_from_dict)
 
 if TYPE_CHECKING:
+    from .settings import LLMConfig
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (Ed25519PrivateKey,
                                                                    Ed25519PublicKey)
 
@@ -136,6 +137,9 @@ class Claim:
     answer: CachedAnswer | None = None
     claimed: bool = False
     holder: str = ""
+    # The claim's fencing token, where the backend gives one (PostgreSQL's): each claim made or
+    # taken over gets a larger one, and only its holder's token renews or releases it.
+    token: int | None = None
 
 
 class CacheFileError(ValueError):
@@ -228,6 +232,27 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     return db
 
 
+class CacheUnavailable(sqlite3.OperationalError):
+    """A cache database (PostgreSQL's) that refused a write or could not be reached. A
+    subclass of SQLite's refusal, so that whatever handles a locked SQLite cache (a claim that
+    fails before anything is paid: `CacheUnwritable`) handles it alike."""
+
+
+def open_cache(config: LLMConfig, read_only: bool = False) -> AnswerStore:
+    """The cache `config` names: on the PostgreSQL server of `config.cache_url`, else the
+    SQLite file in `config.cache_dir`. `read_only`: for counts and export, creating nothing
+    (FileNotFoundError where there is no cache)."""
+    if config.cache_url:
+        from .cache_pg import PostgresCache
+
+        if read_only:
+            return PostgresCache.read_only(config.cache_url)
+        return PostgresCache(config.cache_url, local_dir=config.local_dir)
+    if read_only:
+        return SQLiteCache.read_only(config.cache_path)
+    return SQLiteCache(config.cache_path)
+
+
 class DiskSpaceLow(RuntimeError):
     """Too little free disk space to store another paid answer: the run stops before paying."""
 
@@ -259,20 +284,20 @@ def free_space_problem(directories: list[Path], min_free_bytes: int) -> str | No
     return None
 
 
-class SQLiteCache:
-    def __init__(self, path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S):
-        self.path = Path(path)
-        self.busy_timeout_s = busy_timeout_s
-        self._db = open_wal_database(self.path, _SCHEMA, busy_timeout_s)
-        self._db.execute(_CLAIMS)
-        if not self._has_columns():
-            # Immediate: two processes opening a new cache at once would otherwise both read
-            # the columns, and the second to add one fails at once ("database is locked").
-            with self._transaction(immediate=True):
-                columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
-                for column, kind in _LATER_COLUMNS.items():
-                    if column not in columns:
-                        self._db.execute(f"ALTER TABLE answers ADD COLUMN {column} {kind}")
+class AnswerStore:
+    """What every backend of the cache shares: the answer journal (an answer is journaled
+    before the database gets it, and served from memory until it does), export and import.
+    A backend gives the database's part: `_fetch`, `_insert`, `_transaction`,
+    `_busy_timeout`, `_stored_fingerprints`, `_all_answers`, `_close_db`, `journal_dir`,
+    `location` (the cache as named in messages) and `_refusals` (the errors of a database
+    that refuses a write for now)."""
+
+    location: str
+    busy_timeout_s: float = BUSY_TIMEOUT_S
+    _refusals: tuple[type[BaseException], ...] = (sqlite3.OperationalError,)
+    _read_only = False
+
+    def _start_journal(self) -> None:
         # Answers journaled and not yet in the database (its lock was held past the busy
         # timeout, or the disk was full): served from here, stored at the next write.
         self._pending: dict[str, CachedAnswer] = {}
@@ -280,43 +305,59 @@ class SQLiteCache:
         self._journal: answer_journal.AnswerJournal | None = None
         self.take_over_journals()
 
-    def _has_columns(self) -> bool:
-        """Whether the answers table has every later column (read only: no write lock)."""
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
-        return set(_LATER_COLUMNS) <= columns
-
     @property
     def journal_dir(self) -> Path:
-        return answer_journal.journal_dir(self.path)
+        raise NotImplementedError
 
-    _read_only = False
+    def _close_db(self) -> None:
+        raise NotImplementedError
+
+    def _fetch(self, key: str) -> CachedAnswer | None:
+        raise NotImplementedError
+
+    def _insert(self, answer: CachedAnswer) -> None:
+        raise NotImplementedError
+
+    def _store(self, answer: CachedAnswer) -> None:
+        """Write one pending answer to the database (first writer wins)."""
+        self._insert(answer)
+
+    def _transaction(self, immediate: bool = False) -> contextlib.AbstractContextManager:
+        raise NotImplementedError
+
+    def _busy_timeout(self, seconds: float) -> contextlib.AbstractContextManager:
+        raise NotImplementedError
+
+    def _stored_fingerprints(self) -> Iterator[tuple[str, str]]:
+        """(model, fingerprint) of every fingerprint recorded."""
+        raise NotImplementedError
+
+    def _all_answers(self) -> contextlib.AbstractContextManager[Iterator[CachedAnswer]]:
+        """Every entry, by key, read from one snapshot of the database."""
+        raise NotImplementedError
 
     def close(self) -> None:
         if self._read_only:
-            self._db.close()
+            self._close_db()
             return
         self._store_pending(self.busy_timeout_s)
         if self._journal is not None:
             self._journal.close()
             self._journal = None
         self.take_over_journals()  # ours too, if it kept something for later
-        self._db.close()
+        self._close_db()
 
-    def __enter__(self) -> SQLiteCache:
+    def __enter__(self) -> AnswerStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _transaction(self, immediate: bool = False) -> _Transaction:
-        return _Transaction(self._db, immediate)
-
     def get(self, key: str) -> CachedAnswer | None:
         pending = self._pending.get(key)
         if pending is not None:
             return pending
-        row = self._db.execute(f"SELECT {_COLUMNS} FROM answers WHERE key = ?", (key,)).fetchone()
-        return CachedAnswer(*row) if row else None
+        return self._fetch(key)
 
     def put(self, answer: CachedAnswer) -> None:
         """Store an answer: journaled (fsynced) first, outside the database lock, then written
@@ -351,39 +392,19 @@ class SQLiteCache:
         with self._busy_timeout(self.busy_timeout_s if wait_s is None else wait_s):
             for key, answer in list(self._pending.items()):
                 try:
-                    self._insert(answer)
-                except sqlite3.OperationalError as exc:
+                    self._store(answer)
+                except self._refusals as exc:
                     if key not in self._warned:
                         self._warned.add(key)
                         log.warning("%s: could not store the answer of %s (key %s): %s; it is "
                                     "kept in the answer journal (%s) and stored at the next "
-                                    "write or open", self.path, answer.model, key, exc,
+                                    "write or open", self.location, answer.model, key, exc,
                                     self.journal_dir)
                     return False
                 del self._pending[key]
                 if self._journal is not None:
                     self._journal.stored(key)
         return True
-
-    @contextlib.contextmanager
-    def _busy_timeout(self, seconds: float) -> Iterator[None]:
-        if seconds == self.busy_timeout_s:
-            yield
-            return
-        self._db.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
-        try:
-            yield
-        finally:
-            self._db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
-
-    def _insert(self, answer: CachedAnswer) -> None:
-        # First writer wins: an entry, once written, never changes.
-        self._db.execute(
-            f"INSERT OR IGNORE INTO answers ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (answer.key, answer.model, answer.text, answer.prompt_tokens,
-             answer.completion_tokens, answer.cost_usd, answer.request_json, answer.created_at,
-             answer.model_fingerprint, answer.key_version),
-        )
 
     def _insert_rows(self, rows: list[dict[str, Any]]) -> None:
         """Journaled answers into the database, a short transaction per batch of rows."""
@@ -401,8 +422,8 @@ class SQLiteCache:
         own = [self._journal.path] if self._journal is not None else []
         try:
             return answer_journal.take_over(self.journal_dir, self._insert_rows, skip=own)
-        except (sqlite3.OperationalError, OSError) as exc:
-            log.warning("%s: answer journals in %s kept for later: %s", self.path,
+        except (*self._refusals, OSError) as exc:
+            log.warning("%s: answer journals in %s kept for later: %s", self.location,
                         self.journal_dir, exc)
             return 0
 
@@ -418,95 +439,6 @@ class SQLiteCache:
         if self._journal is not None:
             self._journal.closed(key)
 
-    def record_fingerprint(self, key: str, fingerprint: str) -> None:
-        """Fill in the fingerprint of an entry stored before fingerprints were recorded (its key
-        is then known to be the current key version's too)."""
-        try:
-            self._db.execute("UPDATE answers SET model_fingerprint = ?, key_version = ?"
-                             " WHERE key = ? AND model_fingerprint IS NULL",
-                             (fingerprint, CACHE_KEY_VERSION, key))
-        except sqlite3.OperationalError as exc:  # recorded at a later hit
-            log.info("%s: could not record the fingerprint of %s: %s", self.path, key, exc)
-
-    def earlier_version_entry(self, key: str) -> CachedAnswer | None:
-        """The entry stored under `key` if an earlier key version stored it (none recorded:
-        it predates key versions and fingerprints)."""
-        row = self._db.execute(f"SELECT {_COLUMNS} FROM answers WHERE key = ? AND"
-                               " model_fingerprint IS NULL AND key_version IS NULL",
-                               (key,)).fetchone()
-        return CachedAnswer(*row) if row else None
-
-    # --- in-flight claims -------------------------------------------------------------------
-
-    def claim(self, key: str, owner: str, lease_s: float, held_by_owner: bool = False) -> Claim:
-        """Claim `key` for `owner` unless it is answered or a live holder has it.
-
-        `held_by_owner`: another task of the same owner is answering it (wait for that one).
-        """
-        now = time.time()
-        pending = self._pending.get(key)
-        if pending is not None:
-            return Claim(answer=pending)
-        with self._transaction(immediate=True):
-            answer = self.get(key)
-            if answer is not None:
-                return Claim(answer=answer)
-            row = self._db.execute("SELECT owner, host, pid, expires_at FROM claims WHERE key = ?",
-                                   (key,)).fetchone()
-            if row is not None:
-                holder, host, pid, expires_at = row
-                live = expires_at > now and _process_alive(host, pid)
-                if live and (holder != owner or held_by_owner):
-                    return Claim(holder=f"process {pid} on {host}")
-            self._db.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?)",
-                             (key, owner, socket.gethostname(), os.getpid(), now + lease_s))
-        return Claim(claimed=True)
-
-    def renew_claims(self, owner: str, lease_s: float) -> None:
-        try:
-            with self._busy_timeout(min(PUT_WAIT_S, self.busy_timeout_s)):
-                self._db.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
-                                 (time.time() + lease_s, owner))
-        except sqlite3.OperationalError as exc:  # renewed at the next beat, or the lease lapses
-            log.warning("%s: could not renew this process's claims: %s", self.path, exc)
-
-    def release(self, key: str, owner: str) -> None:
-        try:
-            with self._busy_timeout(min(PUT_WAIT_S, self.busy_timeout_s)):
-                self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
-        except sqlite3.OperationalError as exc:
-            # Left to lapse: its answer (if any) is served before any claim is looked at.
-            log.warning("%s: could not release the claim of %s: %s", self.path, key, exc)
-
-    @classmethod
-    def read_only(cls, path: str | Path) -> SQLiteCache:
-        """The cache at `path` for reading (counts, get, export) without writing anything to
-        it or beside it; FileNotFoundError when there is none."""
-        path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"no cache at {path}")
-        cache = cls.__new__(cls)
-        cache.path = path
-        cache.busy_timeout_s = BUSY_TIMEOUT_S
-        cache._db = _connect_read_only(path)
-        # no journal is taken over or written: what it holds is stored by the next writer
-        cache._pending, cache._warned, cache._journal = {}, set(), None
-        cache._read_only = True
-        return cache
-
-    # --- counts -----------------------------------------------------------------------------
-
-    def counts_by_model(self) -> list[tuple[str, int]]:
-        return self._db.execute(
-            "SELECT model, COUNT(*) FROM answers GROUP BY model ORDER BY model"
-        ).fetchall()
-
-    def __len__(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
-
-    def models_without_fingerprint(self) -> list[str]:
-        return [m for (m,) in self._db.execute(
-            "SELECT DISTINCT model FROM answers WHERE model_fingerprint IS NULL ORDER BY model")]
 
     # --- export and import ------------------------------------------------------------------
 
@@ -526,9 +458,7 @@ class SQLiteCache:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         known: dict[str, set[str]] = defaultdict(set)
-        for model, fingerprint in self._db.execute(
-                "SELECT DISTINCT model, model_fingerprint FROM answers"
-                " WHERE model_fingerprint IS NOT NULL"):
+        for model, fingerprint in self._stored_fingerprints():
             known[model].add(fingerprint)
         for model, fingerprint in (fingerprints or {}).items():
             known[model].add(fingerprint)
@@ -538,9 +468,8 @@ class SQLiteCache:
         unverified: Counter = Counter()
         written: set[str] = set()
         count = 0
-        with self._transaction(), gzip.open(rows_tmp, "wt", encoding="utf-8") as out:
-            for stored in self._db.execute(f"SELECT {_COLUMNS} FROM answers ORDER BY key"):
-                answer = CachedAnswer(*stored)
+        with self._all_answers() as stored, gzip.open(rows_tmp, "wt", encoding="utf-8") as out:
+            for answer in stored:
                 resolved = _resolve_stored(answer, known[answer.model])
                 if resolved is None:
                     unverified[answer.model] += 1
@@ -564,7 +493,7 @@ class SQLiteCache:
             rows_tmp.unlink()
             named = ", ".join(f"{n} of {m!r}" for m, n in sorted(unverified.items()))
             raise ValueError(
-                f"{self.path}: no known fingerprint reproduces the keys of "
+                f"{self.location}: no known fingerprint reproduces the keys of "
                 f"{sum(unverified.values())} entries ({named}), stored before fingerprints were "
                 "recorded; "
                 "name the fingerprint of their model (rubriclab cache export --fingerprint "
@@ -683,6 +612,169 @@ class SQLiteCache:
             raise CacheFileError(path, "the rows' checksums do not add up to the header's "
                                  "(rows reordered, replaced or altered after export)", 1)
         return header, signer
+
+
+
+class SQLiteCache(AnswerStore):
+    def __init__(self, path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S):
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.busy_timeout_s = busy_timeout_s
+        self._db = open_wal_database(self.path, _SCHEMA, busy_timeout_s)
+        self._db.execute(_CLAIMS)
+        if not self._has_columns():
+            # Immediate: two processes opening a new cache at once would otherwise both read
+            # the columns, and the second to add one fails at once ("database is locked").
+            with self._transaction(immediate=True):
+                columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
+                for column, kind in _LATER_COLUMNS.items():
+                    if column not in columns:
+                        self._db.execute(f"ALTER TABLE answers ADD COLUMN {column} {kind}")
+        self._start_journal()
+
+    def _has_columns(self) -> bool:
+        """Whether the answers table has every later column (read only: no write lock)."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
+        return set(_LATER_COLUMNS) <= columns
+
+    @property
+    def journal_dir(self) -> Path:
+        return answer_journal.journal_dir(self.path)
+
+    def _close_db(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> SQLiteCache:
+        return self
+
+    def _transaction(self, immediate: bool = False) -> _Transaction:
+        return _Transaction(self._db, immediate)
+
+    def _fetch(self, key: str) -> CachedAnswer | None:
+        row = self._db.execute(f"SELECT {_COLUMNS} FROM answers WHERE key = ?", (key,)).fetchone()
+        return CachedAnswer(*row) if row else None
+
+    def _stored_fingerprints(self) -> Iterator[tuple[str, str]]:
+        yield from self._db.execute("SELECT DISTINCT model, model_fingerprint FROM answers"
+                                    " WHERE model_fingerprint IS NOT NULL").fetchall()
+
+    @contextlib.contextmanager
+    def _all_answers(self) -> Iterator[Iterator[CachedAnswer]]:
+        with self._transaction():
+            yield (CachedAnswer(*row) for row in
+                   self._db.execute(f"SELECT {_COLUMNS} FROM answers ORDER BY key"))
+
+    @contextlib.contextmanager
+    def _busy_timeout(self, seconds: float) -> Iterator[None]:
+        if seconds == self.busy_timeout_s:
+            yield
+            return
+        self._db.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
+        try:
+            yield
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
+
+    def _insert(self, answer: CachedAnswer) -> None:
+        # First writer wins: an entry, once written, never changes.
+        self._db.execute(
+            f"INSERT OR IGNORE INTO answers ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (answer.key, answer.model, answer.text, answer.prompt_tokens,
+             answer.completion_tokens, answer.cost_usd, answer.request_json, answer.created_at,
+             answer.model_fingerprint, answer.key_version),
+        )
+
+    def record_fingerprint(self, key: str, fingerprint: str) -> None:
+        """Fill in the fingerprint of an entry stored before fingerprints were recorded (its key
+        is then known to be the current key version's too)."""
+        try:
+            self._db.execute("UPDATE answers SET model_fingerprint = ?, key_version = ?"
+                             " WHERE key = ? AND model_fingerprint IS NULL",
+                             (fingerprint, CACHE_KEY_VERSION, key))
+        except sqlite3.OperationalError as exc:  # recorded at a later hit
+            log.info("%s: could not record the fingerprint of %s: %s", self.path, key, exc)
+
+    def earlier_version_entry(self, key: str) -> CachedAnswer | None:
+        """The entry stored under `key` if an earlier key version stored it (none recorded:
+        it predates key versions and fingerprints)."""
+        row = self._db.execute(f"SELECT {_COLUMNS} FROM answers WHERE key = ? AND"
+                               " model_fingerprint IS NULL AND key_version IS NULL",
+                               (key,)).fetchone()
+        return CachedAnswer(*row) if row else None
+
+    # --- in-flight claims -------------------------------------------------------------------
+
+    def claim(self, key: str, owner: str, lease_s: float, held_by_owner: bool = False) -> Claim:
+        """Claim `key` for `owner` unless it is answered or a live holder has it.
+
+        `held_by_owner`: another task of the same owner is answering it (wait for that one).
+        """
+        now = time.time()
+        pending = self._pending.get(key)
+        if pending is not None:
+            return Claim(answer=pending)
+        with self._transaction(immediate=True):
+            answer = self.get(key)
+            if answer is not None:
+                return Claim(answer=answer)
+            row = self._db.execute("SELECT owner, host, pid, expires_at FROM claims WHERE key = ?",
+                                   (key,)).fetchone()
+            if row is not None:
+                holder, host, pid, expires_at = row
+                live = expires_at > now and _process_alive(host, pid)
+                if live and (holder != owner or held_by_owner):
+                    return Claim(holder=f"process {pid} on {host}")
+            self._db.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?)",
+                             (key, owner, socket.gethostname(), os.getpid(), now + lease_s))
+        return Claim(claimed=True)
+
+    def renew_claims(self, owner: str, lease_s: float) -> None:
+        try:
+            with self._busy_timeout(min(PUT_WAIT_S, self.busy_timeout_s)):
+                self._db.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
+                                 (time.time() + lease_s, owner))
+        except sqlite3.OperationalError as exc:  # renewed at the next beat, or the lease lapses
+            log.warning("%s: could not renew this process's claims: %s", self.path, exc)
+
+    def release(self, key: str, owner: str) -> None:
+        try:
+            with self._busy_timeout(min(PUT_WAIT_S, self.busy_timeout_s)):
+                self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+        except sqlite3.OperationalError as exc:
+            # Left to lapse: its answer (if any) is served before any claim is looked at.
+            log.warning("%s: could not release the claim of %s: %s", self.path, key, exc)
+
+    @classmethod
+    def read_only(cls, path: str | Path) -> SQLiteCache:
+        """The cache at `path` for reading (counts, get, export) without writing anything to
+        it or beside it; FileNotFoundError when there is none."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no cache at {path}")
+        cache = cls.__new__(cls)
+        cache.path = path
+        cache.location = str(path)
+        cache.busy_timeout_s = BUSY_TIMEOUT_S
+        cache._db = _connect_read_only(path)
+        # no journal is taken over or written: what it holds is stored by the next writer
+        cache._pending, cache._warned, cache._journal = {}, set(), None
+        cache._read_only = True
+        return cache
+
+    # --- counts -----------------------------------------------------------------------------
+
+    def counts_by_model(self) -> list[tuple[str, int]]:
+        return self._db.execute(
+            "SELECT model, COUNT(*) FROM answers GROUP BY model ORDER BY model"
+        ).fetchall()
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+
+    def models_without_fingerprint(self) -> list[str]:
+        return [m for (m,) in self._db.execute(
+            "SELECT DISTINCT model FROM answers WHERE model_fingerprint IS NULL ORDER BY model")]
+
 
 
 class _Transaction:

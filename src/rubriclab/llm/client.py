@@ -42,7 +42,7 @@ from .backends import (AnswerCutOff, Backends, DeadlineExceeded, RawAnswer, is_m
 from .batch import BatchOutcome, BatchRunner
 from .budget import (BudgetCannotGuard, BudgetExceeded, Reservation, SpendRecord,
                      spend_record_path, unguarded_message, unguarded_models, usd)
-from .cache import (CacheBackend, CachedAnswer, Claim, DiskSpaceLow, SQLiteCache,
+from .cache import (CacheBackend, CachedAnswer, Claim, DiskSpaceLow, SQLiteCache, open_cache,
                     free_space_problem, make_answer)
 from .formats import UnparseableAnswer, get_format
 from .ledger import Ledger, attempts_path
@@ -129,12 +129,12 @@ class LLMClient:
         self.config = config
         self.role = role  # the part its models play, unless a request or a run names another
         self.ledger = ledger
-        self.cache = cache if cache is not None else SQLiteCache(config.cache_path)
+        self.cache = cache if cache is not None else open_cache(config)
         self.backends = Backends(config)
         self.batches = BatchRunner(config, before_submit=self._reserve_batch)
         # Shared by every process of the run: the schedule of each model's requests and tokens
         # (beside the cache) and the run's bill (beside its ledgers).
-        self.limiter = RateLimiter(config.cache_dir / "rate_limits.sqlite")
+        self.limiter = RateLimiter(config.local_dir / "rate_limits.sqlite")
         self.spend = SpendRecord(spend_record_path(ledger.path)) if ledger is not None else None
         self._budget_stop: str | None = None  # why the run stopped at its budget
         # key -> characters of its shared prefix marked cacheable, for the run under way.

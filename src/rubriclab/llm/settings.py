@@ -6,12 +6,32 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 DEFAULT_CACHE_DIR = Path(".cache/rubriclab")
+# A cache named by one of these URLs lives on a PostgreSQL server (rubriclab.llm.cache_pg)
+# instead of in a SQLite file in the cache folder.
+CACHE_URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_cache_url(value: object) -> bool:
+    """Whether a cache location (RUBRICLAB_CACHE, `cache_dir`, `llm.cache_url`) is a
+    PostgreSQL URL rather than a folder."""
+    return isinstance(value, str) and value.startswith(CACHE_URL_SCHEMES)
+
+
+def shown_url(url: str) -> str:
+    """A cache URL as it may be written to a log or an error: without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = (parts.username or "") + ":***"
+    return parts._replace(netloc=f"{user}@{netloc[-1]}").geturl()
 # Providers whose batch API rubriclab.llm.batch drives: OpenAI and Gemini (AI Studio) through
 # litellm, Anthropic's Message Batches through the anthropic SDK.
 BATCH_PROVIDERS = frozenset({"openai", "gemini", "anthropic"})
@@ -223,6 +243,10 @@ def _role_settings(values: dict[str, Any], where: str) -> RoleSettings:
 @dataclass(frozen=True)
 class LLMConfig:
     cache_dir: Path = DEFAULT_CACHE_DIR
+    # A postgresql:// URL: the answers, claims, batch store and ledger rows live on that server
+    # (shared by every host of a run); None: in SQLite files in `cache_dir`. The folder then
+    # still holds what stays per host (`local_dir`) and the assembled models.
+    cache_url: str | None = None
     defaults: ModelSettings = field(default_factory=ModelSettings)
     per_model: dict[str, ModelSettings] = field(default_factory=dict)
     progress_interval_s: float = 5.0
@@ -240,6 +264,22 @@ class LLMConfig:
     @property
     def cache_path(self) -> Path:
         return self.cache_dir / "llm_cache.sqlite"
+
+    @property
+    def local_dir(self) -> Path:
+        """The folder of what stays on this host: the answer journals (locked with flock, taken
+        over by a later process of the same host), the rate-limit schedule and the embedding
+        cache. The cache folder itself with SQLite; with a PostgreSQL cache, a folder per host
+        inside it, so that hosts sharing the folder over a network filesystem never lock or
+        take over each other's files."""
+        if self.cache_url is None:
+            return self.cache_dir
+        return self.cache_dir / "hosts" / socket.gethostname()
+
+    @property
+    def cache_location(self) -> str:
+        """The cache as named in messages: its URL without password, or its file."""
+        return shown_url(self.cache_url) if self.cache_url else str(self.cache_path)
 
     @property
     def models_dir(self) -> Path:
@@ -264,8 +304,10 @@ class LLMConfig:
     def from_dict(cls, raw: dict[str, Any] | None, cache_dir: str | Path | None = None) -> LLMConfig:
         """Build from the `llm:` block of the pipeline config.
 
-        The cache directory is, in order: RUBRICLAB_CACHE, `cache_dir` given here, `llm.cache_dir`,
-        then `.cache/rubriclab` (relative to the working directory).
+        The cache is, in order: RUBRICLAB_CACHE, `cache_dir` given here, `llm.cache_url`,
+        `llm.cache_dir`, then `.cache/rubriclab` (relative to the working directory). Each may
+        be a folder (SQLite files in it) or a postgresql:// URL (the cache on that server, with
+        the first folder among the others, else `.cache/rubriclab`, for what stays per host).
         """
         raw = dict(raw or {})
         known = {f.name for f in fields(ModelSettings)}
@@ -304,9 +346,17 @@ class LLMConfig:
             for model, own in models.items():
                 roles[role][model] = _role_settings({**vars(base), **(own or {})},
                                                     f"llm.roles.{role}.per_model[{model!r}]")
-        chosen = os.environ.get("RUBRICLAB_CACHE") or cache_dir or raw.get("cache_dir")
+        url = raw.get("cache_url")
+        if url is not None and not is_cache_url(url):
+            raise ValueError(f"llm.cache_url: expected a postgresql:// URL (or null: the SQLite "
+                             f"cache in cache_dir), got {shown_url(str(url))!r}")
+        named = [os.environ.get("RUBRICLAB_CACHE") or None, cache_dir or None, url,
+                 raw.get("cache_dir") or None]
+        chosen = next((n for n in named if n), None)
+        folder = next((n for n in named if n and not is_cache_url(n)), None)
         return cls(
-            cache_dir=Path(chosen) if chosen else DEFAULT_CACHE_DIR,
+            cache_dir=Path(folder) if folder else DEFAULT_CACHE_DIR,
+            cache_url=str(chosen) if is_cache_url(chosen) else None,
             defaults=defaults,
             per_model=per_model,
             progress_interval_s=float(raw.get("progress_interval_s", 5.0)),

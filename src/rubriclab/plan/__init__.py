@@ -35,7 +35,7 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
                *, free_text_share: float | None = DEFAULT_FREE_TEXT_SHARE, cores: int = 1,
                targets: list[str] | None = None):
     """(per-job plan table, markdown, config digest); writes nothing but the prepared data."""
-    from rubriclab.llm.cache import SQLiteCache
+    from rubriclab.llm.cache import SQLiteCache, open_cache
     from rubriclab.llm.settings import LLMConfig
 
     from .dag import load_workflow, run_model_free_prefix
@@ -49,7 +49,10 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
     llm = LLMConfig.from_dict(workflow.config["llm"], cache_dir=workflow.config["cache_dir"])
     cache_path = (llm.cache_path if llm.cache_path.is_absolute()
                   else workflow.workdir / llm.cache_path)
-    cache = SQLiteCache(cache_path) if cache_path.is_file() else None
+    if llm.cache_url:
+        cache = open_cache(llm)
+    else:
+        cache = SQLiteCache(cache_path) if cache_path.is_file() else None
     try:
         rows = plan_workflow(workflow, StandIn(free_text_share), cache)
     finally:

@@ -1,0 +1,103 @@
+"""The batch store (`rubriclab.llm.batch.BatchStore`) in the PostgreSQL cache database, so
+that every host of a run sees the batches any of them submitted, and the answers a batch gave
+to requests its run did not ask. Same methods, same meaning; the tables are created with the
+cache's (`rubriclab.llm.cache_pg.SCHEMA`)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import asdict, replace
+from typing import Any
+
+from .backends import RawAnswer
+from .batch import UNFINISHED, BatchJob, BatchOutcome
+from .cache_pg import connect, create_schema
+from .settings import shown_url
+
+_JOB_COLUMNS = "job_key, model, requests, input_file_id, batch_id, status, updated_at"
+
+
+class PostgresBatchStore:
+    """The batches submitted against one cache database, one row per job key."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.location = shown_url(url)
+        self._lock = threading.RLock()
+        self._db = connect(url)
+        create_schema(self._db)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _run(self, sql: str, params: Any = None) -> Any:
+        with self._lock:
+            if self._db.broken or self._db.closed:
+                self._db = connect(self.url)
+            return self._db.execute(sql, params)
+
+    def get(self, key: str) -> BatchJob | None:
+        row = self._run(f"SELECT {_JOB_COLUMNS} FROM batch_jobs WHERE job_key = %s",
+                        (key,)).fetchone()
+        return BatchJob(*row) if row else None
+
+    def save(self, job: BatchJob) -> BatchJob:
+        job = replace(job, updated_at=time.time())
+        self._run(f"INSERT INTO batch_jobs ({_JOB_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+                  " ON CONFLICT (job_key) DO UPDATE SET model = EXCLUDED.model,"
+                  " requests = EXCLUDED.requests, input_file_id = EXCLUDED.input_file_id,"
+                  " batch_id = EXCLUDED.batch_id, status = EXCLUDED.status,"
+                  " updated_at = EXCLUDED.updated_at",
+                  (job.job_key, job.model, job.requests, job.input_file_id, job.batch_id,
+                   job.status, job.updated_at))
+        return job
+
+    def all(self) -> list[BatchJob]:
+        rows = self._run(f"SELECT {_JOB_COLUMNS} FROM batch_jobs ORDER BY updated_at").fetchall()
+        return [BatchJob(*row) for row in rows]
+
+    def save_requests(self, key: str, request_keys: list[str]) -> None:
+        with self._lock, self._db.transaction():
+            with self._db.cursor() as cursor:
+                cursor.executemany("INSERT INTO batch_requests VALUES (%s, %s)"
+                                   " ON CONFLICT DO NOTHING", [(key, k) for k in request_keys])
+
+    def requests_of(self, key: str) -> set[str]:
+        return {k for (k,) in self._run(
+            "SELECT request_key FROM batch_requests WHERE job_key = %s", (key,)).fetchall()}
+
+    def save_answers(self, job: BatchJob, answers: dict[str, RawAnswer]) -> None:
+        with self._lock, self._db.transaction():
+            with self._db.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO batch_answers VALUES (%s, %s, %s, %s, %s)"
+                    " ON CONFLICT (request_key, model) DO UPDATE SET job_key = EXCLUDED.job_key,"
+                    " batch_id = EXCLUDED.batch_id, answer = EXCLUDED.answer",
+                    [(k, job.model, job.job_key, job.batch_id, json.dumps(asdict(answer)))
+                     for k, answer in answers.items()])
+
+    def take_answers(self, model: str, keys: list[str]) -> dict[str, BatchOutcome]:
+        """The kept answers of `keys`, removed from the store in one statement (two hosts
+        asking for one answer at once: only one of them takes it)."""
+        if not keys:
+            return {}
+        if self._run("SELECT 1 FROM batch_answers WHERE model = %s LIMIT 1",
+                     (model,)).fetchone() is None:
+            return {}  # the usual case
+        rows = self._run("DELETE FROM batch_answers WHERE model = %s AND request_key = ANY(%s)"
+                         " RETURNING request_key, batch_id, answer", (model, list(keys))).fetchall()
+        return {k: BatchOutcome(RawAnswer(**json.loads(answer)), batch_id=batch_id)
+                for k, batch_id, answer in rows}
+
+    def open_jobs(self, model: str) -> dict[str, set[str]]:
+        """Request keys of this model's jobs that may still answer, by job key."""
+        rows = self._run(
+            "SELECT r.job_key, r.request_key FROM batch_requests r JOIN batch_jobs j"
+            " ON r.job_key = j.job_key WHERE j.model = %s AND NOT (j.status = ANY(%s))",
+            (model, [*sorted(UNFINISHED), "collected"])).fetchall()
+        jobs: dict[str, set[str]] = {}
+        for job, request in rows:
+            jobs.setdefault(job, set()).add(request)
+        return jobs
