@@ -9,6 +9,7 @@ postgres user when root), one fresh database per check, stopped at the end.
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -25,6 +26,8 @@ def run(argv: list[str]) -> int:
     if why:
         print(f"no PostgreSQL server here: {why}", file=sys.stderr)
         return 1
+    # Stopped on SIGTERM too (a SystemExit runs the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     server = PostgresServer().start()
     try:
         return main([*argv, "--cache", server.url()])
