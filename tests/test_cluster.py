@@ -23,8 +23,7 @@ PAPER = REPO / "config" / "paper.yaml"
 REDUCED = REPO / "tests" / "rehearsal" / "reduced.yaml"
 # Rules that only gather other rules' outputs (no job of their own to size).
 AGGREGATES = {"all", "own_data"}
-JUDGE_GROUP = {"carry_fig2_judge", "transfer_judge", "verify_reply_rubric",
-               "verify_judge_labels"}
+JUDGE_GROUP = {"carry_fig2_judge", "verify_reply_rubric", "verify_judge_labels"}
 
 
 @pytest.fixture(scope="module")
@@ -143,3 +142,22 @@ def test_the_cluster_generic_profile_moves_files_through_storage():
     assert "persistence" not in profile["shared-fs-usage"]
     assert profile["cluster-generic-submit-cmd"].endswith("rubriclab.rehearsal.hosts submit")
     __import__("snakemake_storage_plugin_fs")
+
+
+def test_a_dry_run_through_the_cluster_generic_profile_forms_its_groups(tmp_path):
+    """A dry run forms the group jobs as a cluster run would (a local run ignores groups): a
+    group that a path of jobs leaves and re-enters is refused here ("depends on itself")."""
+    import subprocess
+
+    env = {**os.environ, **{key: "placeholder" for key in PLACEHOLDER_KEYS},
+           "RUBRICLAB_CACHE": str(tmp_path / "cache"), "RUBRICLAB_STORE": str(tmp_path / "store"),
+           "RUBRICLAB_HOSTS_SPOOL": str(tmp_path / "spool"),
+           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    data = str((REPO / ".." / "shared" / "data").resolve())
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
+         "-d", str(tmp_path / "run"), "--workflow-profile", str(PROFILES / "cluster-generic"),
+         "--configfile", str(PAPER), str(REDUCED), "--config", f"data_mirror={data}"],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "profiles/cluster-generic" in done.stderr  # the profile was read

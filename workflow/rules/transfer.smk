@@ -201,9 +201,9 @@ rule transfer_judge:
         "logs/transfer_judge/{responses}.log",
     benchmark:
         "results/benchmarks/transfer_judge/{responses}.tsv"
-    # Small judge jobs: bundled into one cluster job (profiles' group-components).
-    group:
-        "judge"
+    # Not in the judge group: an intervention is made from judged responses and judged in
+    # turn (transfer_judge -> transfer_intervene -> transfer_judge), a path out of the group
+    # and back in, which Snakemake refuses.
     conda:
         "../envs/rubriclab.yaml"
     resources:
