@@ -40,3 +40,28 @@ def test_each_check_gets_its_own_cache(tmp_path):
     assert sqlite("hosts") == str(tmp_path / "hosts-cache") != sqlite("one-machine")
     with pytest.raises(SystemExit, match="postgresql"):
         cache_locations("mysql://x", tmp_path)
+
+
+def test_answers_are_counted_against_the_distinct_requests_of_all_ledgers(tmp_path):
+    """A request answered from the cache in the other run is one request; a trial asked again
+    as another sample is another, though the server sees the same body."""
+    import json
+
+    from rubriclab.rehearsal.cluster import answer_counts
+    from rubriclab.rehearsal.server import RehearsalServer
+
+    server = RehearsalServer()
+    body = {"model": "gpt-4o-mini", "max_tokens": 64,
+            "messages": [{"role": "user", "content": "Say hello."}]}
+    for _ in range(2):
+        assert server.handle("/v1/chat/completions", body)[0] == 200
+    rows = {"one": [{"key": "a", "cached": False}, {"key": "b", "cached": False}],
+            "two": [{"key": "a", "cached": True}]}
+    for run, ledger in rows.items():
+        _write(tmp_path / run, "results/ledger/x.jsonl",
+               "".join(json.dumps(row) + "\n" for row in ledger))
+    counts = answer_counts(server, tmp_path / "one", tmp_path / "two")
+    assert counts["answers"] == 2 and counts["distinct_requests"] == 2
+    assert counts["distinct_bodies"] == 1 and counts["answers_per_request"] == 1.0
+    counts = answer_counts(server, tmp_path / "two")  # a key paid for twice
+    assert counts["answers_per_request"] == 2.0

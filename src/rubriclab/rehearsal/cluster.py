@@ -1,7 +1,8 @@
 """`make rehearse-cluster`: the rehearsal as a run on several hosts, on one machine.
 
 Three checks, each against the loopback model server (rubriclab.rehearsal.server), which counts
-every answer it serves by the request it answers (what a provider bills):
+every answer it serves (what a provider bills), against the distinct requests (cache keys) the
+runs' ledgers record:
 
 1. **one machine**: the config's run with Snakemake's local executor (the default profile);
 2. **hosts**: the same run through `profiles/cluster-generic/`: every job a separate process in
@@ -98,11 +99,25 @@ def _finish(process: subprocess.Popen, log: Path, what: str, timeout_s: float) -
                               + log.read_text()[-3000:])
 
 
-def _answers(server: RehearsalServer) -> dict[str, Any]:
+def ledger_keys(*outputs: Path) -> set[str]:
+    """The cache keys of every request the runs' ledgers record, asked or answered from the
+    cache: the distinct requests of the runs (a trial asked again as another sample is another
+    request, though its body is the same)."""
+    keys: set[str] = set()
+    for folder in outputs:
+        for path in sorted((folder / "results" / "ledger").glob("*.jsonl")):
+            keys |= {json.loads(line)["key"] for line in path.read_text().splitlines() if line}
+    return keys
+
+
+def answer_counts(server: RehearsalServer, *outputs: Path) -> dict[str, Any]:
+    """Answers the server served against the distinct requests of the runs' ledgers: 1.000
+    when no request was paid for twice."""
     stats = server.stats_dict()
-    distinct = stats["distinct_requests"]
-    return {"answers": stats["answers"], "distinct_requests": distinct,
-            "answers_per_request": round(stats["answers"] / distinct, 3) if distinct else None}
+    requests = len(ledger_keys(*outputs))
+    return {"answers": stats["answers"], "distinct_requests": requests,
+            "distinct_bodies": stats["distinct_requests"],
+            "answers_per_request": round(stats["answers"] / requests, 3) if requests else None}
 
 
 def tables_of(outputs: Path) -> dict[str, Path]:
@@ -138,8 +153,8 @@ def one_run(configfiles: list[Path], base: Path, cache: str, *, cores: int, data
         started = time.monotonic()
         _finish(_start(command, env, log), log, name, timeout_s)
         wall_s = time.monotonic() - started
-        answers = _answers(server)
-    outputs = store if hosts else workdir
+        outputs = store if hosts else workdir
+        answers = answer_counts(server, outputs)
     sizes = {}
     if not targets:  # a whole run: its sizes against its effective config
         effective = yaml.safe_load((outputs / "results" / "effective_config.yaml").read_text())
@@ -181,7 +196,8 @@ def killed_and_concurrent(configfiles: list[Path], base: Path, cache: str, *, co
         _finish(second, runs["second"][2], "the second run", timeout_s)
         _finish(again, runs["first"][2], "the first run, started again", timeout_s)
         wall_s = time.monotonic() - started
-        answers = _answers(server)
+        answers = answer_counts(server, base / "together-first-store",
+                                base / "together-second-store")
     return {"run": "two invocations, one killed", "wall_s": round(wall_s, 1),
             "killed_after_answers": killed_at, **answers,
             "tables_differ": differing_tables(base / "together-first-store",
