@@ -74,13 +74,16 @@ rehearse: $(STAMP)
 # its files through the fs storage plugin), then two such runs on one cache with one killed;
 # the server counts one answer per distinct request. REHEARSAL_CACHE: sqlite (a fresh SQLite
 # cache per run) or a postgresql://... URL (a fresh database per run). Needs '.[cluster]' and rsync.
+# REHEARSAL_TARGETS: some outputs only (e.g. figures/verify/table_calibration.md), for a busy machine.
 REHEARSAL_CACHE ?= sqlite
+REHEARSAL_TARGETS ?=
 REHEARSAL_CLUSTER_DIR ?= rehearsal-cluster
 rehearse-cluster: $(STAMP)
 	$(VENV)/bin/python -m pip install --quiet -e '.[cluster]'
 	$(VENV)/bin/python -m rubriclab.rehearsal.cluster --cores $(CORES) \
 		--workdir $(call quote,$(value REHEARSAL_CLUSTER_DIR)) \
-		--data-mirror $(call quote,$(value REHEARSAL_DATA)) --cache $(call quote,$(value REHEARSAL_CACHE))
+		--data-mirror $(call quote,$(value REHEARSAL_DATA)) --cache $(call quote,$(value REHEARSAL_CACHE)) \
+		$(if $(value REHEARSAL_TARGETS),--target $(foreach t,$(value REHEARSAL_TARGETS),$(call quote,$(t))))
 
 # The known-truth world, offline: scripted models that answer from the ground truth the run
 # prepares, with set judge error rates (config/known_truth.yaml, rubriclab.llm.known), so the
