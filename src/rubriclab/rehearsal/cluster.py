@@ -188,6 +188,10 @@ def killed_and_concurrent(configfiles: list[Path], base: Path, cache: str, *, co
         killed_at = server.stats_dict()["answers"]
         os.kill(first.pid, signal.SIGKILL)  # its jobs, detached, go on as a cluster's would
         first.wait()
+        # Started again once its jobs have ended, as one would after `squeue` shows none: a
+        # job of the killed run still writing an output to the store while the new run
+        # reads it was seen to fail the new run's job (a missing input in the store).
+        orphans_ended = _wait_for_jobs(base / "together-first-spool", deadline)
         # A killed Snakemake leaves its working folder locked: unlocked as a user would.
         command, env, log = runs["first"]
         subprocess.run([*command, "--unlock"], env=env, cwd=REPO, check=True, timeout=600,
@@ -199,9 +203,23 @@ def killed_and_concurrent(configfiles: list[Path], base: Path, cache: str, *, co
         answers = answer_counts(server, base / "together-first-store",
                                 base / "together-second-store")
     return {"run": "two invocations, one killed", "wall_s": round(wall_s, 1),
-            "killed_after_answers": killed_at, **answers,
+            "killed_after_answers": killed_at, "orphaned_jobs_waited_s": orphans_ended,
+            **answers,
             "tables_differ": differing_tables(base / "together-first-store",
                                               base / "together-second-store")}
+
+
+def _wait_for_jobs(spool: Path, deadline: float) -> float:
+    """Seconds until every job of a spool has ended (the stand-in scheduler's status)."""
+    from .hosts import status
+
+    started = time.monotonic()
+    while any(status(job.name, spool) == "running" for job in spool.iterdir()
+              if (job / "pid").is_file()):
+        if time.monotonic() > deadline:
+            raise RehearsalFailed(f"jobs of {spool} still running at the deadline")
+        time.sleep(1.0)
+    return round(time.monotonic() - started, 1)
 
 
 def rehearse_cluster(configfiles: list[Path], base: Path, cache_for: Any, *, cores: int,
