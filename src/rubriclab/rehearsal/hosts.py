@@ -53,7 +53,8 @@ def submit(jobscript: Path, spool: Path) -> str:
 
 
 def status(job_id: str, spool: Path) -> str:
-    """"success", "failed" or "running", as cluster-generic's status command answers."""
+    """The state of a job as cluster-generic's status command answers: success, failed or
+    running."""
     job = spool / job_id
     if not (job / "pid").is_file():
         raise SystemExit(f"hosts status: no job {job_id!r} in {spool}")
