@@ -11,7 +11,8 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 WHEELHOUSE ?= $(HOME)/.cache/rubriclab/wheels/llama-cpp-python-$(LLAMA_CPP_VERSION)-avx2
 STAMP := $(VENV)/.installed
 
-.PHONY: reproduce test report dry-run-paper plan plan-paper rehearse known-truth install clean-outputs
+.PHONY: reproduce test report dry-run-paper plan plan-paper rehearse rehearse-cluster known-truth \
+	install clean-outputs
 
 # Values from the command line or the environment (RUN, BASE, RUBRICLAB_DATA_MIRROR and the
 # data folders that default to it) are taken as written ($(value ...): make expands nothing in
@@ -68,6 +69,21 @@ rehearse: $(STAMP)
 		--workdir $(call quote,$(value REHEARSAL_DIR)) --cores $(CORES) \
 		--data-mirror $(call quote,$(value REHEARSAL_DATA)) --expect paper
 
+# The reduced rehearsal as a run on several hosts, on this machine (rubriclab.rehearsal.cluster,
+# docs/cluster.md): one machine, then profiles/cluster-generic/ (each job a separate process,
+# its files through the fs storage plugin), then two such runs on one cache with one killed;
+# the server counts one answer per distinct request. REHEARSAL_CACHE: sqlite (a fresh SQLite
+# cache per run) or a postgresql://... URL (a fresh database per run). Needs rsync.
+# REHEARSAL_TARGETS: some outputs only (e.g. figures/verify/table_calibration.md), for a busy machine.
+REHEARSAL_CACHE ?= sqlite
+REHEARSAL_TARGETS ?=
+REHEARSAL_CLUSTER_DIR ?= rehearsal-cluster
+rehearse-cluster: $(STAMP)
+	$(VENV)/bin/python -m rubriclab.rehearsal.cluster --cores $(CORES) \
+		--workdir $(call quote,$(value REHEARSAL_CLUSTER_DIR)) \
+		--data-mirror $(call quote,$(value REHEARSAL_DATA)) --cache $(call quote,$(value REHEARSAL_CACHE)) \
+		$(if $(value REHEARSAL_TARGETS),--target $(foreach t,$(value REHEARSAL_TARGETS),$(call quote,$(t))))
+
 # The known-truth world, offline: scripted models that answer from the ground truth the run
 # prepares, with set judge error rates (config/known_truth.yaml, rubriclab.llm.known), so the
 # outputs can be checked against what the papers claim; written under runs/known-truth/.
@@ -91,7 +107,7 @@ $(STAMP): pyproject.toml
 		$(VENV)/bin/python -m pip wheel --no-deps --no-cache-dir -w $(WHEELHOUSE) \
 			llama-cpp-python==$(LLAMA_CPP_VERSION); \
 	fi
-	$(VENV)/bin/python -m pip install --quiet --find-links $(WHEELHOUSE) -e '.[local,test]'
+	$(VENV)/bin/python -m pip install --quiet --find-links $(WHEELHOUSE) -e '.[local,test,cluster]'
 	touch $(STAMP)
 
 # Outputs only (named runs' folders included): the model-call cache (.cache/) is kept, so

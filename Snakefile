@@ -16,6 +16,14 @@ if not workflow.overwrite_configfiles:
 report: "workflow/report/workflow.rst"
 
 
+# One embedded model per machine and one pool of open API connections per machine, on a
+# cluster as on one machine: each cluster job (or group job) counts them for itself, the
+# scheduler on the submitting host does not add them up across nodes (docs/cluster.md).
+resource_scopes:
+    local_llm="local",
+    api_calls="local",
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/recon.smk"
@@ -25,6 +33,27 @@ include: "workflow/rules/carry.smk"
 include: "workflow/rules/transfer.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/verify.smk"
+
+
+# Run on the submitting host, never shipped to a cluster node: the download (nodes often have
+# no internet), the config record, and the figures, tables and collections, each seconds of
+# pandas or matplotlib over small tables (docs/cluster.md).
+localrules:
+    all,
+    fetch_raw,
+    effective_config,
+    data_summary,
+    own_data,
+    carry_collect,
+    carry_fig2_rates,
+    carry_fig2_plot,
+    carry_figure,
+    carry_table,
+    carry_table1,
+    cost_report,
+    replication,
+    transfer_figure,
+    transfer_table,
 
 
 rule all:

@@ -38,3 +38,18 @@ def test_batch_rows_do_not_take_the_opening_faults():
 def test_an_opening_fault_that_is_not_a_transport_fault_is_refused_by_name():
     with pytest.raises(ValueError, match=r"opening: \['refusal'\]"):
         FaultMix(opening=("hang", "refusal"))
+
+
+def test_the_server_counts_answers_by_the_request_they_answer():
+    """What the cluster rehearsal's 1.000 rests on: the same request answered twice is two
+    answers of one distinct request; a failed call (429) is no answer; a different budget is
+    another request."""
+    faults = dataclasses.replace(FaultMix.none(), opening=("rate_limited",))
+    server = RehearsalServer(faults=faults)
+    assert server.handle(CHAT, _body(0))[0] == 429
+    assert server.handle(CHAT, _body(0))[0] == 200
+    assert server.handle(CHAT, _body(0))[0] == 200
+    assert server.handle(CHAT, {**_body(0), "max_tokens": 128})[0] == 200
+    assert server.handle(CHAT, _body(1), in_batch=True)[0] == 200
+    stats = server.stats_dict()
+    assert (stats["answers"], stats["distinct_requests"]) == (4, 3)

@@ -25,6 +25,8 @@ rule carry_items:
         "logs/carry_items/{cdataset}.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         environments=config["carry"]["recon"]["environments"],
         code=CARRY_CODE,
@@ -42,6 +44,8 @@ rule carry_rubric_hand:
         "logs/carry_rubric/recon-hand.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         code=CARRY_CODE,
     script:
@@ -63,7 +67,7 @@ rule carry_rubric_model:
     conda:
         "../envs/rubriclab.yaml"
     resources:
-        **model_resources(GENERATOR),
+        **model_resources(GENERATOR, "generator"),
     params:
         calls=call_settings("generator", GENERATOR),
         model=GENERATOR,
@@ -92,8 +96,18 @@ rule carry_chain:
     conda:
         "../envs/rubriclab.yaml"
     resources:
-        local_llm=lambda w: model_resources(REVISER_BY_SLUG[w.reviser])["local_llm"],
-        api_calls=lambda w: model_resources(REVISER_BY_SLUG[w.reviser])["api_calls"],
+        local_llm=lambda w: model_resources(REVISER_BY_SLUG[w.reviser], "reviser")[
+            "local_llm"
+        ],
+        api_calls=lambda w: model_resources(REVISER_BY_SLUG[w.reviser], "reviser")[
+            "api_calls"
+        ],
+        mem_mb=lambda w: model_resources(REVISER_BY_SLUG[w.reviser], "reviser")[
+            "mem_mb"
+        ],
+        runtime=lambda w: model_resources(REVISER_BY_SLUG[w.reviser], "reviser")[
+            "runtime"
+        ],
     params:
         calls=lambda w: call_settings("reviser", REVISER_BY_SLUG[w.reviser]),
         reviser=lambda w: REVISER_BY_SLUG[w.reviser],
@@ -124,8 +138,14 @@ rule carry_judge:
     conda:
         "../envs/rubriclab.yaml"
     resources:
-        local_llm=lambda w: model_resources(JUDGE_BY_SLUG[w.judge])["local_llm"],
-        api_calls=lambda w: model_resources(JUDGE_BY_SLUG[w.judge])["api_calls"],
+        local_llm=lambda w: model_resources(JUDGE_BY_SLUG[w.judge], "judge")[
+            "local_llm"
+        ],
+        api_calls=lambda w: model_resources(JUDGE_BY_SLUG[w.judge], "judge")[
+            "api_calls"
+        ],
+        mem_mb=lambda w: model_resources(JUDGE_BY_SLUG[w.judge], "judge")["mem_mb"],
+        runtime=lambda w: model_resources(JUDGE_BY_SLUG[w.judge], "judge")["runtime"],
     params:
         calls=lambda w: call_settings("judge", JUDGE_BY_SLUG[w.judge]),
         judge=lambda w: JUDGE_BY_SLUG[w.judge],
@@ -160,6 +180,8 @@ rule carry_analyse:
         "results/benchmarks/carry_analyse/{cdataset}-{judge}.tsv"
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         judge=lambda w: JUDGE_BY_SLUG[w.judge],
         gates=["none", *config["carry"]["gates"]],
@@ -187,6 +209,8 @@ rule carry_collect:
         "logs/carry_collect.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     script:
         "../scripts/carry_collect.py"
 
@@ -216,6 +240,8 @@ rule carry_failing_checks:
         "logs/carry_failing_checks.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         environment=config["carry"]["recon"]["table4_environment"],
         reviser=REVISER,
@@ -242,6 +268,8 @@ rule carry_gate_agreement:
         "logs/carry_gate_agreement.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         judges=CARRY_JUDGES,
         code=CARRY_CODE,
@@ -268,6 +296,8 @@ rule carry_figure:
         figure="|".join(CARRY_FIGURES),
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         judge=JUDGE,
         reviser=REVISER,
@@ -295,6 +325,8 @@ rule carry_table:
         table="|".join(CARRY_TABLES),
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         judge=JUDGE,
         reviser=REVISER,

@@ -17,6 +17,7 @@ from rubriclab.data.hub import check_source as check_hub_source
 from rubriclab.data.own import misspelt_datasets
 from rubriclab.llm.progress import RUN_PLAN_VARIABLE, write_run_plan
 from rubriclab.llm.settings import LLMConfig
+from rubriclab.sizing import model_job_size, small_job_size
 from rubriclab.files import model_slug, tree_fingerprint
 from rubriclab.reuse import reuse_base_run
 from rubriclab.runs import EVALUATE_IN_VARIABLE, base_run_directory, enter_named_run
@@ -145,6 +146,7 @@ def own_data_targets():
 JUDGE = config["models"]["judge"]
 AGENT = config["models"]["agent"]
 # The generic checklists ship with the package; as an input, an edit to them reruns what follows.
+# Inputs as local() files: read where the package is installed, never through a storage plugin.
 GENERIC_CHECKLISTS = str(
     files("rubriclab") / "resources" / "checklists" / "generic.yaml"
 )
@@ -224,22 +226,29 @@ def verify_code_fingerprint():
     return tree_fingerprint(files("rubriclab") / "verify")
 
 
-def model_resources(model):
+def model_resources(model, role):
     """The embedded model is one slot per machine. An API job reserves its concurrency from
     the profile's `api_calls` (open connections on the machine), a pool large enough that it
     does not hold API jobs back: the rate each model is called at is set by its provider's
     limits (llm.per_model.<model>.requests_per_minute, tokens_per_minute), which every job
-    of the run shares through the model layer (rubriclab.llm.ratelimit).
+    of the run shares through the model layer (rubriclab.llm.ratelimit). Both are per machine
+    (the Snakefile's resource_scopes). mem_mb and runtime (minutes) are what a cluster executor
+    asks for (rubriclab.sizing, docs/cluster.md).
     """
+    size = model_job_size(_LLM_CONFIG, model, role)
     if model.startswith("local/"):
-        return {"local_llm": 1, "api_calls": 0}
+        return {"local_llm": 1, "api_calls": 0, **size}
     if model.startswith("fake/"):
-        return {"local_llm": 0, "api_calls": 0}
+        return {"local_llm": 0, "api_calls": 0, **size}
     settings = {
         **config["llm"]["defaults"],
         **config["llm"]["per_model"].get(model, {}),
     }
-    return {"local_llm": 0, "api_calls": settings.get("concurrency", 4)}
+    return {"local_llm": 0, "api_calls": settings.get("concurrency", 4), **size}
+
+
+# A job that calls no model (rubriclab.sizing).
+SMALL_JOB = small_job_size()
 
 
 _LLM_CONFIG = LLMConfig.from_dict(config["llm"])

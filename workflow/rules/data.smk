@@ -13,6 +13,8 @@ rule fetch_raw:
         dataset="|".join(RAW_DATASETS),
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     script:
         "../scripts/fetch_raw.py"
 
@@ -34,6 +36,8 @@ rule prepare_dataset:
         dataset="|".join(DATASETS),
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         settings=lambda wc: config["datasets"][wc.dataset],
     script:
@@ -54,6 +58,8 @@ rule prepare_own_dataset:
         dataset=one_of(OWN_DATASETS),
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         settings=lambda wc: config["datasets"][wc.dataset],
     script:
@@ -73,6 +79,8 @@ rule prepare_healthbench:
         "logs/prepare_healthbench.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         settings={
             k: v
@@ -105,6 +113,8 @@ rule data_summary:
         "logs/data_summary.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     script:
         "../scripts/data_summary.py"
 
@@ -118,6 +128,8 @@ rule effective_config:
         "logs/effective_config.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         config=config,
     script:

@@ -13,6 +13,8 @@ rule carry_fig2_rates:
         dataset=one_of(DATASETS + OWN_DATASETS),
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         lengths=config["carry"]["fig2"]["lengths"],
     script:
@@ -44,6 +46,8 @@ rule carry_fig2_plot:
         "logs/carry_fig2_plot.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         datasets=config["carry"]["fig2"]["datasets"],
         titles={name: dataset_title(name) for name in FIG2_DATASETS},
@@ -80,6 +84,8 @@ rule carry_checklist_attribution:
         dataset=one_of(DATASETS + OWN_DATASETS),
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         title=lambda wc: dataset_title(wc.dataset),
         words=lambda wc: (
@@ -116,6 +122,8 @@ rule cost_report:
         "logs/cost_report.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     script:
         "../scripts/cost_report.py"
 
@@ -142,6 +150,8 @@ rule replication:
         "logs/replication.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     script:
         "../scripts/replication.py"
 
@@ -176,7 +186,7 @@ rule verdict_browser:
 
 rule carry_table1:
     input:
-        TABLE1_EXAMPLE,
+        local(TABLE1_EXAMPLE),
     output:
         md=report(
             "figures/carry/table1_shapley_example.md",
@@ -189,6 +199,8 @@ rule carry_table1:
         "logs/carry_table1.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         code=CARRY_CODE,
     script:

@@ -17,10 +17,13 @@ rule carry_fig2_judge:
         dataset=one_of(DATASETS + OWN_DATASETS),
     # Before verify_judge_labels, which then finds these items' calls in the cache.
     priority: 10
+    # Small judge jobs: bundled into one cluster job (profiles' group-components).
+    group:
+        "judge"
     conda:
         "../envs/rubriclab.yaml"
     resources:
-        **model_resources(JUDGE),
+        **model_resources(JUDGE, "judge"),
     params:
         judge=JUDGE,
         calls=call_settings("judge", JUDGE),

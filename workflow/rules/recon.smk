@@ -12,6 +12,8 @@ rule build_recon:
         "logs/build_recon.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         seed=config["recon"]["seed"],
         generator=recon_generator_fingerprint(),

@@ -3,7 +3,7 @@
 
 rule generic_checklist:
     input:
-        GENERIC_CHECKLISTS,
+        local(GENERIC_CHECKLISTS),
     output:
         "results/carry/rubrics/generic/{dataset}.json",
     log:
@@ -12,6 +12,8 @@ rule generic_checklist:
         dataset="|".join(DATASETS),
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     script:
         "../scripts/generic_checklist.py"
 
@@ -28,5 +30,7 @@ rule own_checklist:
         dataset=one_of(OWN_DATASETS),
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     script:
         "../scripts/own_checklist.py"

@@ -39,6 +39,8 @@ rule transfer_examples:
         "logs/transfer_examples.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         n=TRANSFER["n_examples"],
         max_criteria=TRANSFER["max_criteria"],
@@ -61,7 +63,7 @@ rule transfer_restate:
     conda:
         "../envs/rubriclab.yaml"
     resources:
-        **model_resources(T_RESTATER),
+        **model_resources(T_RESTATER, "restater"),
     params:
         **T_SAMPLING,
         calls=call_settings("restater", T_RESTATER),
@@ -85,8 +87,18 @@ rule transfer_generate:
     conda:
         "../envs/rubriclab.yaml"
     resources:
-        local_llm=lambda w: model_resources(T_GENERATOR_BY_SLUG[w.tgen])["local_llm"],
-        api_calls=lambda w: model_resources(T_GENERATOR_BY_SLUG[w.tgen])["api_calls"],
+        local_llm=lambda w: model_resources(
+            T_GENERATOR_BY_SLUG[w.tgen], "transfer_generator"
+        )["local_llm"],
+        api_calls=lambda w: model_resources(
+            T_GENERATOR_BY_SLUG[w.tgen], "transfer_generator"
+        )["api_calls"],
+        mem_mb=lambda w: model_resources(
+            T_GENERATOR_BY_SLUG[w.tgen], "transfer_generator"
+        )["mem_mb"],
+        runtime=lambda w: model_resources(
+            T_GENERATOR_BY_SLUG[w.tgen], "transfer_generator"
+        )["runtime"],
     params:
         **T_SAMPLING,
         calls=lambda w: call_settings("transfer_generator", T_GENERATOR_BY_SLUG[w.tgen]),
@@ -112,11 +124,17 @@ rule transfer_respond:
         "../envs/rubriclab.yaml"
     resources:
         local_llm=lambda w: model_resources(
-            RESPONDER_BY_SLUG[w.responder].split("|")[0]
+            RESPONDER_BY_SLUG[w.responder].split("|")[0], "responder"
         )["local_llm"],
         api_calls=lambda w: model_resources(
-            RESPONDER_BY_SLUG[w.responder].split("|")[0]
+            RESPONDER_BY_SLUG[w.responder].split("|")[0], "responder"
         )["api_calls"],
+        mem_mb=lambda w: model_resources(
+            RESPONDER_BY_SLUG[w.responder].split("|")[0], "responder"
+        )["mem_mb"],
+        runtime=lambda w: model_resources(
+            RESPONDER_BY_SLUG[w.responder].split("|")[0], "responder"
+        )["runtime"],
     params:
         **T_SAMPLING,
         calls=lambda w: call_settings(
@@ -144,8 +162,18 @@ rule transfer_degrade:
     conda:
         "../envs/rubriclab.yaml"
     resources:
-        local_llm=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["local_llm"],
-        api_calls=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["api_calls"],
+        local_llm=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel], "degrader")[
+            "local_llm"
+        ],
+        api_calls=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel], "degrader")[
+            "api_calls"
+        ],
+        mem_mb=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel], "degrader")[
+            "mem_mb"
+        ],
+        runtime=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel], "degrader")[
+            "runtime"
+        ],
     params:
         **T_SAMPLING,
         calls=lambda w: call_settings("degrader", T_MODEL_BY_SLUG[w.tmodel]),
@@ -173,10 +201,13 @@ rule transfer_judge:
         "logs/transfer_judge/{responses}.log",
     benchmark:
         "results/benchmarks/transfer_judge/{responses}.tsv"
+    # Not in the judge group: an intervention is made from judged responses and judged in
+    # turn (transfer_judge -> transfer_intervene -> transfer_judge), a path out of the group
+    # and back in, which Snakemake refuses.
     conda:
         "../envs/rubriclab.yaml"
     resources:
-        **model_resources(T_JUDGE),
+        **model_resources(T_JUDGE, "transfer_judge"),
     params:
         calls=call_settings("transfer_judge", T_JUDGE),
         judge=T_JUDGE,
@@ -208,8 +239,16 @@ rule transfer_intervene:
     conda:
         "../envs/rubriclab.yaml"
     resources:
-        local_llm=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["local_llm"],
-        api_calls=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel])["api_calls"],
+        local_llm=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel], "editor")[
+            "local_llm"
+        ],
+        api_calls=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel], "editor")[
+            "api_calls"
+        ],
+        mem_mb=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel], "editor")["mem_mb"],
+        runtime=lambda w: model_resources(T_MODEL_BY_SLUG[w.tmodel], "editor")[
+            "runtime"
+        ],
     params:
         **T_SAMPLING,
         calls=lambda w: call_settings("editor", T_MODEL_BY_SLUG[w.tmodel]),
@@ -238,7 +277,7 @@ rule transfer_match:
     conda:
         "../envs/rubriclab.yaml"
     resources:
-        **model_resources(T_MATCHER),
+        **model_resources(T_MATCHER, "matcher"),
     params:
         **T_SAMPLING,
         calls=[
@@ -269,6 +308,8 @@ rule transfer_embed:
         "results/benchmarks/transfer_embed.tsv"
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         model=TRANSFER["embedding_model"],
         code=TRANSFER_CODE,
@@ -306,6 +347,8 @@ rule transfer_analyse:
         "results/benchmarks/transfer_analyse.tsv"
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         generators=T_GENERATORS,
         response_model=T_RESPONSE_MODEL,
@@ -336,6 +379,8 @@ rule transfer_figure:
         tfigure="|".join(TRANSFER_FIGURES),
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         response_model=T_RESPONSE_MODEL,
         code=TRANSFER_CODE,
@@ -361,6 +406,8 @@ rule transfer_table:
         ttable="|".join(TRANSFER_TABLES),
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         response_model=T_RESPONSE_MODEL,
         code=TRANSFER_CODE,

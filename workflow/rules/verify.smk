@@ -13,7 +13,7 @@ rule verify_agent_trials:
     conda:
         "../envs/rubriclab.yaml"
     resources:
-        **model_resources(AGENT),
+        **model_resources(AGENT, "agent"),
     params:
         calls=call_settings("agent", AGENT),
         agent=AGENT,
@@ -36,10 +36,13 @@ rule verify_reply_rubric:
         "logs/verify_reply_rubric.log",
     benchmark:
         "results/benchmarks/verify_reply_rubric.tsv"
+    # Small judge jobs: bundled into one cluster job (profiles' group-components).
+    group:
+        "judge"
     conda:
         "../envs/rubriclab.yaml"
     resources:
-        **model_resources(JUDGE),
+        **model_resources(JUDGE, "judge"),
     params:
         calls=call_settings("judge", JUDGE),
         judge=JUDGE,
@@ -63,10 +66,13 @@ rule verify_judge_labels:
         "results/benchmarks/verify_judge_labels/{dataset}.tsv"
     wildcard_constraints:
         dataset="|".join(DATASETS),
+    # Small judge jobs: bundled into one cluster job (profiles' group-components).
+    group:
+        "judge"
     conda:
         "../envs/rubriclab.yaml"
     resources:
-        **model_resources(JUDGE),
+        **model_resources(JUDGE, "judge"),
     params:
         calls=call_settings("judge", JUDGE),
         judge=JUDGE,
@@ -105,6 +111,8 @@ rule verify_calibration:
         "logs/verify_calibration.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         datasets=DATASETS,
         judge=JUDGE,

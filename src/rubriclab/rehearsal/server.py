@@ -111,6 +111,10 @@ class RehearsalServer:
         self.keep_headers = False
         self._random = random.Random(seed)
         self._asked: Counter = Counter()
+        # Answers served (status 200), by the request they answer: what a provider bills.
+        # Several hosts sharing one call cache pay once per distinct request when each of
+        # these counts is 1 (rubriclab.rehearsal.cluster).
+        self._answered: Counter = Counter()
         self._opening = list(faults.opening)
         self._lock = threading.Lock()
         server = self
@@ -205,6 +209,8 @@ class RehearsalServer:
                     "batch_rows": dict(self.stats.batch_rows),
                     "batch_calls": {name: dict(api.calls)
                                     for name, api in self.batch_apis.items()},
+                    "answers": sum(self._answered.values()),
+                    "distinct_requests": len(self._answered),
                     "fault_mix": asdict(self.faults)}
 
     def batch_api(self, path: str) -> OpenAIBatches | GeminiBatches | AnthropicBatches | None:
@@ -294,6 +300,7 @@ class RehearsalServer:
                 self.stats.cut_off += 1
         with self._lock:
             self.stats.formats[response_format] += 1
+            self._answered[request_key(wire, request)] += 1
         completion = (answer_tokens if finish == "stop" else budget - thinking) + thinking
         prompt_tokens = prompt_token_count(wire, request)
         cache_read = cache_write = 0
@@ -365,6 +372,12 @@ def prompt_token_count(wire: str, request: dict) -> int:
     with, as a provider counts with its own tokenizer."""
     return max(1, prompt_tokens_of(_COUNTER_PREFIX.get(wire, "") + request["model"],
                                    request["messages"]))
+
+
+def request_key(wire: str, request: dict) -> str:
+    """One request as the provider bills it: its wire format and everything `_read_request`
+    reads (model, messages, budget, effort, thinking budget, temperature)."""
+    return json.dumps([wire, request], sort_keys=True)
 
 
 def _read_request(wire: str, body: dict, gemini_model: str) -> dict:

@@ -1,0 +1,52 @@
+"""What a job asks a cluster for: `mem_mb` and `runtime` (minutes) of every rule.
+
+A cluster executor (slurm, cluster-generic, ...) submits each job with the memory and time its
+rule declares; too little and the job is killed, far too much and it waits in the queue. The
+numbers below were measured on the reduced rehearsal (each rule's `benchmark:` file, max_rss
+and wall seconds; benchmarks/README.md, "Cluster sizes") and given room; where a job's length
+depends on the config (a model job's calls), it is read from the config, not guessed.
+See docs/cluster.md.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rubriclab.llm.settings import LLMConfig
+
+# A job that calls no model: pandas, matplotlib, scipy's bootstraps over tables of at most a
+# few hundred thousand rows; each takes seconds to a few minutes. (Most rules' own benchmark
+# files measure the model jobs; these are not measured rule by rule.)
+SMALL_MEM_MB = 2000
+SMALL_RUNTIME_MIN = 30
+# A job that calls an API model: litellm, the cache and up to `concurrency` answers in flight
+# (the reduced rehearsal's model jobs peak under 500 MB; paper-scale tables are larger); most
+# of its time is waiting on the provider.
+API_MEM_MB = 2000
+# At paper.yaml's Tier 2 rate limits the slowest model's calls take 3.2 hours when not in batch
+# mode (docs/paper_scale.md, `make plan-paper`): twice that. A model in batch mode waits for its
+# batch for at most its `batch_max_wait_s`, then an hour to collect and write the answers.
+API_RUNTIME_MIN = 360
+BATCH_COLLECT_MIN = 60
+# The embedded model: llama.cpp holds the GGUF (about 500 MB) and its context beside Python's
+# own libraries; one job at a time per machine (the local_llm resource). Its calls run on the
+# job's cores, so a run of the default config takes hours on two cores.
+LOCAL_MEM_MB = 4000
+LOCAL_RUNTIME_MIN = 720
+
+
+def model_job_size(llm: LLMConfig, model: str, role: str | None) -> dict[str, int]:
+    """`mem_mb` and `runtime` of a job whose calls go to `model` in `role`."""
+    if model.startswith("fake/"):
+        return {"mem_mb": SMALL_MEM_MB, "runtime": SMALL_RUNTIME_MIN}
+    if model.startswith("local/"):
+        return {"mem_mb": LOCAL_MEM_MB, "runtime": LOCAL_RUNTIME_MIN}
+    if llm.batch_for(model, role):
+        wait_min = math.ceil(llm.settings_for(model).batch_max_wait_s / 60)
+        return {"mem_mb": API_MEM_MB, "runtime": wait_min + BATCH_COLLECT_MIN}
+    return {"mem_mb": API_MEM_MB, "runtime": API_RUNTIME_MIN}
+
+
+def small_job_size() -> dict[str, int]:
+    """`mem_mb` and `runtime` of a job that calls no model."""
+    return {"mem_mb": SMALL_MEM_MB, "runtime": SMALL_RUNTIME_MIN}
