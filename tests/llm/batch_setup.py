@@ -3,6 +3,9 @@ config pointing one of them at the server in batch mode, requests to it, and the
 (sentinel keys in the environment, a fault-free rehearsal server, each provider in turn) that
 a test module imports by name."""
 
+import signal
+import time
+
 import pytest
 
 from rubriclab.llm import LLMConfig, ModelSettings, Request
@@ -48,6 +51,22 @@ def stored_jobs(cache_dir):
 def paid(server, provider):
     """Requests the server answered for a provider, batch rows and ordinary calls: each paid."""
     return server.stats.requests[provider]
+
+
+def kill_while_it_polls(api, job):
+    """Kill `job` (a Popen) with SIGKILL once it has submitted one batch to `api` and polled it
+    twice; the caller set `api.hold` before starting it, so the batch stays in progress. Waits
+    at most 90 s for the polls."""
+    try:
+        deadline = time.monotonic() + 90
+        while api.calls["retrieve"] < 2 and time.monotonic() < deadline:
+            assert job.poll() is None, job.stdout.read().decode()
+            time.sleep(0.05)
+        assert api.calls["create"] == 1, "the job never submitted its batch"
+    finally:
+        job.send_signal(signal.SIGKILL)
+        job.wait(timeout=30)
+    assert job.returncode == -signal.SIGKILL
 
 
 @pytest.fixture(autouse=True)

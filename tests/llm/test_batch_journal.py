@@ -5,11 +5,9 @@ its requests on the stage's bill. Counted at the rehearsal server and in the jou
 
 import dataclasses
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -19,7 +17,7 @@ from rubriclab.llm.journal import journal_dir, read_records
 from rubriclab.llm.ledger import PAID_UNKNOWN, attempts_path, read_ledgers
 
 from .batch_setup import env_keys, provider, server  # noqa: F401  (fixtures)
-from .batch_setup import MODELS, config, paid, questions, stored_jobs
+from .batch_setup import MODELS, config, kill_while_it_polls, paid, questions, stored_jobs
 
 
 def test_no_batch_is_submitted_without_the_free_space_its_answers_need(tmp_path, server,
@@ -66,16 +64,8 @@ def test_the_requests_of_a_batch_a_killed_job_paid_for_are_on_its_bill(tmp_path,
     api = server.batch_apis[provider]
     api.hold = True  # the batch stays in progress while the job polls it
     job = _killed_job(cache_dir, ledger_path, server.url, provider, range(5))
-    try:
-        deadline = time.monotonic() + 90
-        while api.calls["retrieve"] < 2 and time.monotonic() < deadline:
-            assert job.poll() is None, job.stdout.read().decode()
-            time.sleep(0.05)
-        assert api.calls["create"] == 1, "the job never submitted its batch"
-    finally:
-        job.send_signal(signal.SIGKILL)
-        job.wait(timeout=30)
-        job.stdout.close()
+    kill_while_it_polls(api, job)
+    job.stdout.close()
     # Journaled as sent before the batch was paid for, each request once, with the stage's
     # attempts journal where its cost belongs.
     journals = list(journal_dir(cache_dir / "llm_cache.sqlite").glob("*.jsonl"))

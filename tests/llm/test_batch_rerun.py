@@ -3,11 +3,9 @@ whatever the rerun's misses; its answers serve the requests it holds, asked now 
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -15,7 +13,7 @@ from rubriclab.llm import Ledger, LLMClient
 from rubriclab.llm.cache import make_answer
 
 from .batch_setup import env_keys, server  # noqa: F401  (fixtures)
-from .batch_setup import MODELS, config, paid, questions, stored_jobs
+from .batch_setup import MODELS, config, kill_while_it_polls, paid, questions, stored_jobs
 
 
 def _job(cache_dir, url, provider, numbers):
@@ -40,16 +38,7 @@ def _kill_while_polling(cache_dir, server, provider, numbers):
     api = server.batch_apis[provider]
     api.hold = True  # the batch stays in progress while the job polls it
     job = _job(cache_dir, server.url, provider, numbers)
-    try:
-        deadline = time.monotonic() + 90
-        while api.calls["retrieve"] < 2 and time.monotonic() < deadline:
-            assert job.poll() is None, job.stdout.read().decode()
-            time.sleep(0.05)
-        assert api.calls["create"] == 1, "the job never submitted its batch"
-    finally:
-        job.send_signal(signal.SIGKILL)
-        job.wait(timeout=30)
-    assert job.returncode == -signal.SIGKILL
+    kill_while_it_polls(api, job)
     (stored,) = stored_jobs(cache_dir)
     assert stored.requests == len(numbers) and stored.status not in ("completed", "collected")
     api.hold = False
