@@ -25,11 +25,15 @@ check_name = $(if $(value $(1)),$(if $(shell v=$(call quote,$(value $(1))); case
 	$(1)) is not a run name: letters, digits, '.', '_' and '-', at most 100 characters)))
 
 # RUN=<name>: a named run, written under runs/<name>/ (see docs/usage.md, "Run an ablation");
-# BASE=<name>: the run it is an ablation of, whose up-to-date jobs it copies instead of rerunning.
+# BASE=<name>: the run it is an ablation of, whose up-to-date jobs it copies instead of rerunning;
+# CONFIG=<file(s)>: config files read after config/config.yaml (a model swap, say), each its own
+# quoted word (several are separated by spaces; a file name cannot hold one).
 RUN ?=
 BASE ?=
+CONFIG ?=
 reproduce: $(STAMP)
 	$(call check_name,RUN)$(call check_name,BASE)$(VENV)/bin/snakemake --cores $(CORES) \
+		$(if $(value CONFIG),--configfile config/config.yaml $(foreach f,$(value CONFIG),$(call quote,$(f)))) \
 		$(if $(value RUN)$(value BASE),--config $(if $(value RUN),run=$(call quote,$(value RUN))) \
 		$(if $(value BASE),base_run=$(call quote,$(value BASE))))
 

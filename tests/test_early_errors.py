@@ -425,6 +425,24 @@ def test_an_injected_command_in_run_is_refused_and_never_runs(tmp_path, fake_ven
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_config_files_reach_snakemake_after_the_embedded_default_each_one_quoted_word(
+        tmp_path, fake_venv):
+    marker = tmp_path / "pwned"
+    # Unquoted, the shell would run the touch (${IFS}: a space make does not split on).
+    swap, odd = "swap.yaml", "it's;$(touch${IFS}" + f"{marker}).yaml"
+    ran = make("reproduce", f"VENV={fake_venv}", "RUN=b", "BASE=a", f"CONFIG={swap} {odd}")
+    assert ran.returncode == 0, ran.stderr
+    args = json.loads((tmp_path / "args.json").read_text())
+    # A config stands alone (Snakefile): config/config.yaml first, the swap over it.
+    start = args.index("--configfile")
+    assert args[start:start + 4] == ["--configfile", "config/config.yaml", swap, odd]
+    assert args[-3:] == ["--config", "run=b", "base_run=a"] and not marker.exists()
+    plain = make("reproduce", f"VENV={fake_venv}")
+    assert plain.returncode == 0 and "--configfile" not in json.loads(
+        (tmp_path / "args.json").read_text())
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
 @pytest.mark.parametrize("target, flag", [("plan", "--data-mirror"), ("rehearse", "--data-mirror"),
                                           ("known-truth", None)])
 def test_a_data_folder_with_shell_characters_reaches_the_command_as_one_word(
