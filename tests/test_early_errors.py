@@ -219,6 +219,32 @@ def test_a_missing_mirror_and_files_it_lacks_are_named(minimal, schema, tmp_path
                                fetches=[("healthbench", "oss_eval.jsonl")])
 
 
+# --- a target given as runs/<name>/... -------------------------------------------------------
+
+def test_a_target_under_the_named_runs_folder_is_made_and_another_runs_is_refused(
+        tmp_path, minimal):
+    """Snakemake reads targets inside runs/<name>/, where a named run works (rubriclab.runs)."""
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(minimal))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RUBRICLAB_DATA_MIRROR", "RUBRICLAB_CACHE")}
+
+    def dry(*extra):
+        return subprocess.run(
+            [sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
+             "--configfile", str(path), *extra], cwd=tmp_path, capture_output=True,
+            text=True, timeout=300, env=env)
+
+    target = "figures/carry/fig2_checklist_length.png"
+    made = dry("--config", "run=smoke", "--", f"runs/smoke/{target}")
+    assert made.returncode == 0, (made.stdout + made.stderr)[-3000:]
+    assert "carry_fig2_plot" in made.stdout and "MissingRule" not in made.stdout + made.stderr
+    refused = dry("--", f"runs/smoke/{target}")
+    assert refused.returncode != 0 and "MissingRule" not in refused.stdout + refused.stderr
+    assert (f"--configfile runs/smoke/results/effective_config.yaml -- {target}"
+            in refused.stdout + refused.stderr)
+
+
 # --- the run stops before its first job: snakemake -n ------------------------------------------
 
 def _without_chains(config):

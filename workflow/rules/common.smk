@@ -19,7 +19,12 @@ from rubriclab.llm.progress import RUN_PLAN_VARIABLE, write_run_plan
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.files import model_slug, tree_fingerprint
 from rubriclab.reuse import reuse_base_run
-from rubriclab.runs import EVALUATE_IN_VARIABLE, base_run_directory, enter_named_run
+from rubriclab.runs import (
+    EVALUATE_IN_VARIABLE,
+    base_run_directory,
+    enter_named_run,
+    targets_in_run,
+)
 from rubriclab.validate import (
     check_before_first_job,
     check_call_settings,
@@ -64,6 +69,24 @@ if _BASE_RUN and workflow.is_main_process and not os.environ.get(EVALUATE_IN_VAR
     )
 config.clear()
 config.update(_validated)
+
+
+def _targets_in_run(prepare_dag):
+    """Snakemake reads the command line's targets after this file, relative to the run's
+    folder: `runs/<name>/figures/...` of the named run <name> is made as `figures/...`, one of
+    another run is refused with what to type (rubriclab.runs.targets_in_run)."""
+
+    def prepare(*args, **kwargs):
+        settings = workflow.dag_settings
+        settings.targets = frozenset(
+            targets_in_run(settings.targets, config.get("run"))
+        )
+        return prepare_dag(*args, **kwargs)
+
+    return prepare
+
+
+workflow._prepare_dag = _targets_in_run(workflow._prepare_dag)
 # Relative paths of your own data (datasets.<name>.file, .checklist) are the launching
 # directory's, also in a named run, which works in runs/<name>/.
 LAUNCH_DIR = os.getcwd()
