@@ -26,8 +26,9 @@ def write_config(workdir: Path, judge: str, n: int = 3, **llm) -> Path:
         "data_mirror": str((REPO / ".." / "shared" / "data").resolve()),
         "cache_dir": str(workdir / "cache"),
         "models": {"judge": judge, "agent": judge, "generator": judge, "reviser": judge},
+        # The fake models stand in for paid ones here (resume, reuse, claims): cached as theirs.
         "llm": {"per_model": {judge: {"concurrency": 1, "backoff_s": 0.0, **llm}},
-                "progress_interval_s": 0.5},
+                "progress_interval_s": 0.5, "cache_fake_answers": True},
         "datasets": {
             name: {"evaluation": {"correct": n, "flawed": n},
                    "calibration": {"correct": 2, "flawed": 2},
