@@ -16,14 +16,13 @@ _PAPER_ITEM = re.compile(r"^(fig|table)(A?)(\d+)([a-z]?)_")
 
 def paper_item(name: str) -> str:
     """The paper's figure or table an output is named after ("Figure 3", "Table A.4"); a
-    supplement is grouped with the item it extends."""
+    supplement, or a panel's (fig5b_...), is grouped with the item it extends."""
     match = _PAPER_ITEM.match(name)
     if match is None:
         raise ValueError(f"report item {name!r}: not named fig<N>_... or table<N>_... (give the "
                          "report() flag an explicit subcategory)")
-    kind, appendix, number, letter = match.groups()
-    return (f"{'Figure' if kind == 'fig' else 'Table'} "
-            f"{appendix + '.' if appendix else ''}{number}{letter}")
+    kind, appendix, number, _panel = match.groups()  # a panel (5b) goes with its figure
+    return f"{'Figure' if kind == 'fig' else 'Table'} {appendix + '.' if appendix else ''}{number}"
 
 
 def made_by(path: str | Path, base_run: str | None, run_dir: str | Path = ".") -> dict | None:
