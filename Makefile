@@ -40,9 +40,16 @@ reproduce: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
-# With RUN=<name>: runs/<name>/report.html, from the config that run recorded.
+# With RUN=<name>: runs/<name>/report.html, from the config that run recorded. Without RUN, in a
+# folder that holds named runs only (after the smoke test, say), it names them and stops.
+named_runs = cd runs 2>/dev/null && ls -d */results/effective_config.yaml 2>/dev/null | cut -d/ -f1
+unnamed_report_check = if [ ! -f results/effective_config.yaml ] && [ -n "$$($(named_runs))" ]; then \
+	echo "make report: no unnamed run here (no results/effective_config.yaml); the named runs here:" \
+	$$($(named_runs) | tr '\n' ' ')"- type make report RUN=<name>, e.g. make report RUN=$$($(named_runs) | head -n 1)" >&2; \
+	exit 2; fi;
 report: $(STAMP)
-	$(call check_name,RUN)$(VENV)/bin/snakemake --report report.html \
+	@$(call check_name,RUN)$(if $(value RUN),,$(unnamed_report_check))
+	$(VENV)/bin/snakemake --report report.html \
 		$(if $(value RUN),--configfile $(call quote,runs/$(value RUN)/results/effective_config.yaml))
 
 dry-run-paper: $(STAMP)

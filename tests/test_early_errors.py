@@ -469,6 +469,32 @@ def test_config_files_reach_snakemake_after_the_embedded_default_each_one_quoted
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_make_report_without_run_where_only_named_runs_are_names_them(tmp_path, fake_venv):
+    """After the smoke test (runs/smoke/ only), `make report` says to type RUN=smoke."""
+    launch = tmp_path / "launch"
+    (launch / "runs" / "smoke" / "results").mkdir(parents=True)
+    (launch / "runs" / "smoke" / "results" / "effective_config.yaml").write_text("run: smoke\n")
+    (launch / "pyproject.toml").touch()
+    os.utime(launch / "pyproject.toml", (0, 0))  # older than the venv's stamp: no install
+
+    def report(*args):
+        return make("-f", str(REPO / "Makefile"), "report", f"VENV={fake_venv}", *args,
+                    cwd=launch)
+
+    refused = report()
+    assert refused.returncode != 0 and not (tmp_path / "args.json").exists()
+    assert "the named runs here: smoke" in refused.stderr
+    assert "make report RUN=smoke" in refused.stderr
+    named = report("RUN=smoke")
+    assert named.returncode == 0, named.stderr
+    assert json.loads((tmp_path / "args.json").read_text())[-2:] == [
+        "--configfile", "runs/smoke/results/effective_config.yaml"]
+    (launch / "results").mkdir()
+    (launch / "results" / "effective_config.yaml").write_text("run: null\n")
+    assert report().returncode == 0  # an unnamed run here too: its report, as before
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
 @pytest.mark.parametrize("target, flag", [("plan", "--data-mirror"), ("rehearse", "--data-mirror"),
                                           ("known-truth", None)])
 def test_a_data_folder_with_shell_characters_reaches_the_command_as_one_word(
