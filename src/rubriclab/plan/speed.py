@@ -63,14 +63,14 @@ class Speed:
                 f"{self.calls} calls")
 
 
-def fit_speed(calls: pd.DataFrame, source: str) -> Speed | None:
+def fit_speed(calls: pd.DataFrame, source: str, min_calls: int = MIN_CALLS) -> Speed | None:
     """The three per-request, per-prompt-token and per-completion-token seconds that best fit
     `calls` (columns latency_s, prompt_tokens, completion_tokens), none negative; None with
-    fewer than MIN_CALLS calls."""
+    fewer than `min_calls` calls."""
     from scipy.optimize import nnls
 
     calls = calls[(calls["latency_s"] > 0)]
-    if len(calls) < MIN_CALLS:
+    if len(calls) < min_calls:
         return None
     design = np.column_stack([np.ones(len(calls)), calls["prompt_tokens"].astype(float),
                               calls["completion_tokens"].astype(float)])
@@ -167,9 +167,13 @@ def calibrate(model: str, llm: Any) -> Speed | None:
                           for c in completions if c.outcome != "failed"])
     if calls.empty:
         return None
-    speed = fit_speed(calls, f"calibrated on {socket.gethostname()} "
-                             f"({time.strftime('%Y-%m-%d')}, {time.monotonic() - started:.0f} s)")
-    return speed
+    # Its requests are chosen to tell the three apart: every one of them counts.
+    # The load beside it says how busy the machine was (a busy one measures slow: delete
+    # SPEED_FILE to measure again).
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return fit_speed(calls, f"calibrated on {socket.gethostname()} ({time.strftime('%Y-%m-%d')}, "
+                            f"{time.monotonic() - started:.0f} s, load average {load:.1f} on "
+                            f"{os.cpu_count()} cores)", min_calls=len(calls))
 
 
 def measured_speed(model: str, workdir: Path, llm: Any, *, may_calibrate: bool = True,
