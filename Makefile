@@ -26,20 +26,31 @@ check_name = $(if $(value $(1)),$(if $(shell v=$(call quote,$(value $(1))); case
 	$(1)) is not a run name: letters, digits, '.', '_' and '-', at most 100 characters)))
 
 # RUN=<name>: a named run, written under runs/<name>/ (see docs/usage.md, "Run an ablation");
-# BASE=<name>: the run it is an ablation of, whose up-to-date jobs it copies instead of rerunning.
+# BASE=<name>: the run it is an ablation of, whose up-to-date jobs it copies instead of rerunning;
+# CONFIG=<file(s)>: config files read after config/config.yaml (a model swap, say), each its own
+# quoted word (several are separated by spaces; a file name cannot hold one).
 RUN ?=
 BASE ?=
+CONFIG ?=
 reproduce: $(STAMP)
 	$(call check_name,RUN)$(call check_name,BASE)$(VENV)/bin/snakemake --cores $(CORES) \
+		$(if $(value CONFIG),--configfile config/config.yaml $(foreach f,$(value CONFIG),$(call quote,$(f)))) \
 		$(if $(value RUN)$(value BASE),--config $(if $(value RUN),run=$(call quote,$(value RUN))) \
 		$(if $(value BASE),base_run=$(call quote,$(value BASE))))
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
-# With RUN=<name>: runs/<name>/report.html, from the config that run recorded.
+# With RUN=<name>: runs/<name>/report.html, from the config that run recorded. Without RUN, in a
+# folder that holds named runs only (after the smoke test, say), it names them and stops.
+named_runs = cd runs 2>/dev/null && ls -d */results/effective_config.yaml 2>/dev/null | cut -d/ -f1
+unnamed_report_check = if [ ! -f results/effective_config.yaml ] && [ -n "$$($(named_runs))" ]; then \
+	echo "make report: no unnamed run here (no results/effective_config.yaml); the named runs here:" \
+	$$($(named_runs) | tr '\n' ' ')"- type make report RUN=<name>, e.g. make report RUN=$$($(named_runs) | head -n 1)" >&2; \
+	exit 2; fi;
 report: $(STAMP)
-	$(call check_name,RUN)$(VENV)/bin/snakemake --report report.html \
+	@$(call check_name,RUN)$(if $(value RUN),,$(unnamed_report_check))
+	$(VENV)/bin/snakemake --report report.html \
 		$(if $(value RUN),--configfile $(call quote,runs/$(value RUN)/results/effective_config.yaml))
 
 dry-run-paper: $(STAMP)

@@ -219,6 +219,32 @@ def test_a_missing_mirror_and_files_it_lacks_are_named(minimal, schema, tmp_path
                                fetches=[("healthbench", "oss_eval.jsonl")])
 
 
+# --- a target given as runs/<name>/... -------------------------------------------------------
+
+def test_a_target_under_the_named_runs_folder_is_made_and_another_runs_is_refused(
+        tmp_path, minimal):
+    """Snakemake reads targets inside runs/<name>/, where a named run works (rubriclab.runs)."""
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(minimal))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RUBRICLAB_DATA_MIRROR", "RUBRICLAB_CACHE")}
+
+    def dry(*extra):
+        return subprocess.run(
+            [sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
+             "--configfile", str(path), *extra], cwd=tmp_path, capture_output=True,
+            text=True, timeout=300, env=env)
+
+    target = "figures/carry/fig2_checklist_length.png"
+    made = dry("--config", "run=smoke", "--", f"runs/smoke/{target}")
+    assert made.returncode == 0, (made.stdout + made.stderr)[-3000:]
+    assert "carry_fig2_plot" in made.stdout and "MissingRule" not in made.stdout + made.stderr
+    refused = dry("--", f"runs/smoke/{target}")
+    assert refused.returncode != 0 and "MissingRule" not in refused.stdout + refused.stderr
+    assert (f"--configfile runs/smoke/results/effective_config.yaml -- {target}"
+            in refused.stdout + refused.stderr)
+
+
 # --- the run stops before its first job: snakemake -n ------------------------------------------
 
 def _without_chains(config):
@@ -429,6 +455,50 @@ def test_an_injected_command_in_run_is_refused_and_never_runs(tmp_path, fake_ven
     assert ran.returncode == 0, ran.stderr
     args = json.loads((tmp_path / "args.json").read_text())
     assert args[-3:] == ["--config", "run=ablation-1", "base_run=."]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_config_files_reach_snakemake_after_the_embedded_default_each_one_quoted_word(
+        tmp_path, fake_venv):
+    marker = tmp_path / "pwned"
+    # Unquoted, the shell would run the touch (${IFS}: a space make does not split on).
+    swap, odd = "swap.yaml", "it's;$(touch${IFS}" + f"{marker}).yaml"
+    ran = make("reproduce", f"VENV={fake_venv}", "RUN=b", "BASE=a", f"CONFIG={swap} {odd}")
+    assert ran.returncode == 0, ran.stderr
+    args = json.loads((tmp_path / "args.json").read_text())
+    # A config stands alone (Snakefile): config/config.yaml first, the swap over it.
+    start = args.index("--configfile")
+    assert args[start:start + 4] == ["--configfile", "config/config.yaml", swap, odd]
+    assert args[-3:] == ["--config", "run=b", "base_run=a"] and not marker.exists()
+    plain = make("reproduce", f"VENV={fake_venv}")
+    assert plain.returncode == 0 and "--configfile" not in json.loads(
+        (tmp_path / "args.json").read_text())
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_make_report_without_run_where_only_named_runs_are_names_them(tmp_path, fake_venv):
+    """After the smoke test (runs/smoke/ only), `make report` says to type RUN=smoke."""
+    launch = tmp_path / "launch"
+    (launch / "runs" / "smoke" / "results").mkdir(parents=True)
+    (launch / "runs" / "smoke" / "results" / "effective_config.yaml").write_text("run: smoke\n")
+    (launch / "pyproject.toml").touch()
+    os.utime(launch / "pyproject.toml", (0, 0))  # older than the venv's stamp: no install
+
+    def report(*args):
+        return make("-f", str(REPO / "Makefile"), "report", f"VENV={fake_venv}", *args,
+                    cwd=launch)
+
+    refused = report()
+    assert refused.returncode != 0 and not (tmp_path / "args.json").exists()
+    assert "the named runs here: smoke" in refused.stderr
+    assert "make report RUN=smoke" in refused.stderr
+    named = report("RUN=smoke")
+    assert named.returncode == 0, named.stderr
+    assert json.loads((tmp_path / "args.json").read_text())[-2:] == [
+        "--configfile", "runs/smoke/results/effective_config.yaml"]
+    (launch / "results").mkdir()
+    (launch / "results" / "effective_config.yaml").write_text("run: null\n")
+    assert report().returncode == 0  # an unnamed run here too: its report, as before
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")

@@ -14,6 +14,7 @@ from rubriclab.runs import (
     base_run_directory,
     enter_named_run,
     run_directory,
+    targets_in_run,
 )
 
 
@@ -96,3 +97,21 @@ def test_a_reused_ledger_shows_every_request_answered_without_a_call(tmp_path):
     assert [(r["key"], r["cached"], r["attempts"], r["cost_usd"], r["run"]) for r in marked] == \
         [("a", True, 0, 0.5, "r1"), ("b", True, 0, 0.1, "r1")]
     assert path.stat().st_mtime == 1_000_000  # the jobs after it stay up to date
+
+
+def test_a_target_in_the_runs_own_folder_is_read_inside_it():
+    targets = ["runs/smoke/figures/carry/fig3.png", "figures/plan.md", "carry_fig2_plot",
+               "/abs/runs/smoke/figures/x.png", "runs/readme.md"]
+    assert targets_in_run(targets, "smoke") == [
+        "figures/carry/fig3.png", "figures/plan.md", "carry_fig2_plot",
+        "/abs/runs/smoke/figures/x.png", "runs/readme.md"]
+
+
+@pytest.mark.parametrize("run", [None, "other"])
+def test_a_target_in_another_runs_folder_is_refused_with_what_to_type(run):
+    with pytest.raises(ConfigError) as caught:
+        targets_in_run(["runs/smoke/figures/carry/fig3.png"], run)
+    message = str(caught.value)
+    assert "is a file of run 'smoke'" in message
+    assert ("--configfile runs/smoke/results/effective_config.yaml -- figures/carry/fig3.png"
+            in message and "--config run=smoke -- figures/carry/fig3.png" in message)

@@ -16,6 +16,11 @@ file already in the run's folder is never replaced.
 
 A copied ledger keeps its rows, each marked as a cache hit that made no call: the run's answers
 for that stage came from the base run, which paid for them (its own cost report says so).
+
+What was copied is recorded in the run's folder (`COPIED_RECORD`: each file and its time stamp),
+so the report marks the figures and tables that are the base run's (`copied_from_base`). A dry
+run (`snakemake -n`) copies nothing and writes nothing: it says how many jobs a real run would
+copy.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from .runs import EVALUATE_IN_VARIABLE
 
 # Loading even the paper-scale workflow and copying its outputs takes seconds.
 CHILD_TIMEOUT_S = 900
+# In the named run's folder: the files copied from its base run, with their time stamps.
+COPIED_RECORD = "logs/base_run_copied.json"
 
 
 @dataclass
@@ -48,8 +55,18 @@ class Reuse:
     reused: list[str] = field(default_factory=list)   # "rule: first output" of each copied job
     already_there: int = 0        # up to date in the base, but the run has its own outputs
     to_run: int = 0               # not up to date in the base under this config
+    dry: bool = False             # a dry run: nothing copied
+    # each copied output (relative to the run's folder) -> its modification time in ns
+    copied_files: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
+        if self.dry:
+            return (f"base_run {self.base} (dry run: nothing is copied): of this config's "
+                    f"{self.jobs} jobs, {len(self.reused)} are up to date there and a real run "
+                    f"copies them here, {self.to_run} are to run (missing there or changed)"
+                    + (f", {self.already_there} have their outputs here already"
+                       if self.already_there else "")
+                    + "; the dry run's job list below counts the ones to copy as to run")
         return (f"base_run {self.base}: of this config's {self.jobs} jobs, {len(self.reused)} "
                 f"were up to date there and are copied here, {self.to_run} are to run (missing "
                 "there or changed)" + (f", {self.already_there} had their outputs here already"
@@ -57,18 +74,19 @@ class Reuse:
 
 
 def reuse_base_run(snakefile: str | Path, config: Mapping[str, Any], launch_dir: str | Path,
-                   base: Path, into: Path) -> Reuse:
+                   base: Path, into: Path, dry: bool = False) -> Reuse:
     """Copy into `into` every job of this config's workflow that is up to date in `base`
-    (the parent side: the child process does the work and reports what it copied)."""
-    into.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", dir=into, delete=False,
+    (the parent side: the child process does the work and reports what it copied), and
+    record the copies there; `dry`: count them, copy and write nothing."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False,
                                      prefix=".base_run-config-") as fh:
         yaml.safe_dump(dict(config), fh, sort_keys=False)
         configfile = fh.name
     try:
         done = subprocess.run(
             [sys.executable, "-m", "rubriclab.reuse", "--snakefile", str(snakefile),
-             "--configfile", configfile, "--base", str(base), "--into", str(into)],
+             "--configfile", configfile, "--base", str(base), "--into", str(into),
+             *(["--dry"] if dry else [])],
             cwd=launch_dir, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
             env={**os.environ, EVALUATE_IN_VARIABLE: str(base)})
     finally:
@@ -76,11 +94,39 @@ def reuse_base_run(snakefile: str | Path, config: Mapping[str, Any], launch_dir:
     if done.returncode != 0:
         raise RuntimeError(f"config key 'base_run': reading which jobs are up to date in {base} "
                            f"failed:\n{(done.stderr or done.stdout)[-4000:]}")
-    return Reuse(**json.loads(done.stdout.strip().splitlines()[-1]))
+    reuse = Reuse(**json.loads(done.stdout.strip().splitlines()[-1]))
+    if reuse.copied_files:
+        record_copies(into, str(config.get("base_run")), reuse.copied_files)
+    return reuse
 
 
-def copy_up_to_date_jobs(workflow: Any, base: Path, into: Path) -> Reuse:
-    """The child side: `workflow` is Snakemake's, loaded in `base` with its DAG built."""
+def record_copies(into: Path, base_name: str, files: Mapping[str, int]) -> Path:
+    """Add copied files to the run's record of them (COPIED_RECORD); earlier copies stay."""
+    path = into / COPIED_RECORD
+    record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    record.setdefault("files", {}).update(
+        {name: {"base_run": base_name, "mtime_ns": mtime} for name, mtime in files.items()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def copied_from_base(path: str | Path, run_dir: str | Path = ".") -> str | None:
+    """The base run a file of the run's folder was copied from, or None: never copied, or
+    made again since (its time stamp is no longer the copy's)."""
+    record_path = Path(run_dir) / COPIED_RECORD
+    if not record_path.is_file():
+        return None
+    entry = json.loads(record_path.read_text(encoding="utf-8")).get("files", {}).get(str(path))
+    target = Path(run_dir) / path
+    if entry is None or not target.exists() or target.stat().st_mtime_ns != entry["mtime_ns"]:
+        return None
+    return entry["base_run"]
+
+
+def copy_up_to_date_jobs(workflow: Any, base: Path, into: Path, dry: bool = False) -> Reuse:
+    """The child side: `workflow` is Snakemake's, loaded in `base` with its DAG built.
+    `dry`: find the jobs to copy, copy nothing."""
     from snakemake.persistence.file import FilePersistence
 
     from .plan.dag import all_jobs_in_order
@@ -91,8 +137,8 @@ def copy_up_to_date_jobs(workflow: Any, base: Path, into: Path) -> Reuse:
                            f"file store; this run uses {type(persistence).__name__}")
     dag = workflow.dag
     to_run = set(dag.needrun_jobs())
-    target = FilePersistence(nolock=True, path=into / ".snakemake")
-    reuse = Reuse(base=str(base))
+    target = None if dry else FilePersistence(nolock=True, path=into / ".snakemake")
+    reuse = Reuse(base=str(base), dry=dry)
     for job in all_jobs_in_order(dag):
         if not job.output:  # the target rule
             continue
@@ -108,6 +154,9 @@ def copy_up_to_date_jobs(workflow: Any, base: Path, into: Path) -> Reuse:
         if any((into / str(f)).exists() for f in job.output):
             reuse.already_there += 1
             continue
+        reuse.reused.append(f"{job.rule.name}: {job.output[0]}")
+        if dry:
+            continue
         benchmark = [str(job.benchmark)] if job.benchmark else []
         for path in [*map(str, job.output), *map(str, job.log), *benchmark]:
             _copy(base / path, into / path)
@@ -116,7 +165,8 @@ def copy_up_to_date_jobs(workflow: Any, base: Path, into: Path) -> Reuse:
                 mark_ledger_reused(into / str(path))
         for key, record in zip(keys, records):
             target._write_record(key, record)
-        reuse.reused.append(f"{job.rule.name}: {job.output[0]}")
+        for f in job.output:
+            reuse.copied_files[str(f)] = (into / str(f)).stat().st_mtime_ns
     return reuse
 
 
@@ -147,13 +197,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configfile", required=True)
     parser.add_argument("--base", required=True, type=Path)
     parser.add_argument("--into", required=True, type=Path)
+    parser.add_argument("--dry", action="store_true", help="count the jobs to copy, copy none")
     args = parser.parse_args(argv)
     if os.environ.get(EVALUATE_IN_VARIABLE) != str(args.base):
         parser.error(f"{EVALUATE_IN_VARIABLE} must name the base folder (rubriclab.reuse sets it)")
     from .plan.dag import built_dag
 
     with built_dag(Path(args.snakefile), [Path(args.configfile).resolve()], {}) as workflow:
-        reuse = copy_up_to_date_jobs(workflow, args.base.resolve(), args.into.resolve())
+        reuse = copy_up_to_date_jobs(workflow, args.base.resolve(), args.into.resolve(),
+                                     dry=args.dry)
     print(json.dumps(asdict(reuse)))
     return 0
 

@@ -121,3 +121,28 @@ def base_run_directory(config: dict[str, Any], launch_dir: str | Path) -> Path |
                           f"(no .snakemake/metadata there); named runs in {launch / RUNS_DIR}: "
                           f"{known}")
     return folder
+
+
+def targets_in_run(targets: Any, run: str | None) -> list[str]:
+    """The command line's targets as the run's jobs see them. A named run works in
+    runs/<name>/, so Snakemake reads a target relative to that folder: `runs/<name>/figures/x`
+    would name runs/<name>/runs/<name>/figures/x, which no rule makes. The run's own prefix is
+    taken off; a target in another run's folder is refused with what to type instead."""
+    mapped = []
+    for target in targets:
+        parts = Path(target).parts
+        if len(parts) < 3 or parts[0] != RUNS_DIR or os.path.isabs(target):
+            mapped.append(target)
+            continue
+        inner = str(Path(*parts[2:]))
+        if parts[1] == run:
+            mapped.append(inner)
+            continue
+        this = f"run {run!r}" if run else "the unnamed run (no --config run=...)"
+        raise ConfigError(
+            f"target {target!r} is a file of run {parts[1]!r}, but this is {this}; name the "
+            f"file inside the run's folder and give that run's config: snakemake --configfile "
+            f"{RUNS_DIR}/{parts[1]}/results/effective_config.yaml -- {inner} (the config run "
+            f"{parts[1]!r} recorded), or the config files it was started with and --config "
+            f"run={parts[1]} -- {inner}")
+    return mapped

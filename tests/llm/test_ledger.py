@@ -92,3 +92,31 @@ def test_cached_answers_of_unknown_price_are_unknown_in_the_cost_of_cached(tmp_p
     _, markdown = report([tmp_path / "b.jsonl"])
     row = next(line for line in markdown.splitlines() if line.startswith("| r2 |"))
     assert row.split("|")[12].strip() == "unknown (1 calls)"
+
+
+def test_fake_answers_are_not_cached_unless_asked_and_the_ledger_counts_each_asking(tmp_path):
+    """llm.cache_fake_answers false (the pipeline's default): the cache stays empty, a rerun
+    computes the same answers again, each a call of its own in the ledger; the ratio of calls
+    per distinct request leaves them out, a paid model's repeat still shows."""
+    from rubriclab.llm.cache import SQLiteCache
+
+    cfg = LLMConfig.from_dict({"cache_fake_answers": False}, cache_dir=tmp_path / "cache")
+    assert not cfg.caches("fake/hash") and cfg.caches("openai/gpt-4o-mini")
+    assert LLMConfig().caches("fake/hash")  # the model layer's own default keeps them
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    answers = []
+    for k, path in enumerate(paths):
+        with LLMClient(cfg, ledger=Ledger(path, f"rule{k}")) as client:
+            answers.append([c.text for c in client.run([ask("same"), ask(f"own {k}")])])
+    assert answers[0][0] == answers[1][0]  # deterministic, so nothing is lost
+    with SQLiteCache(cfg.cache_path) as cache:
+        assert len(cache) == 0
+    ledger, attempts = read_ledgers(paths), read_earlier_attempts(paths)
+    assert not ledger["cached"].any() and (ledger["attempts"] == 1).all()
+    assert summarize(ledger, attempts)["uncached_calls"].sum() == 4
+    assert calls_per_distinct_request(ledger, attempts) == (4, 3)
+    assert calls_per_distinct_request(ledger, attempts, skip_fake=True) == (0, 0)
+    markdown = cost_report_markdown(summarize(ledger, attempts), (0, 0), fake_skipped=True)
+    assert "fake models left out" in markdown
+    with pytest.raises(ValueError, match="llm.cache_fake_answers"):
+        LLMConfig.from_dict({"cache_fake_answers": "no"})

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 import yaml
 
 from rubriclab.files import model_slug
+from rubriclab.report_items import made_by
 from tests.pipeline.test_workflow import REPO, write_config
 
 pytestmark = pytest.mark.pipeline
@@ -104,6 +106,32 @@ def test_the_swap_runs_only_the_jobs_that_depend_on_the_reviser(two_runs):
     dry = snakemake(launch, config, "-n", "--config", "run=reviser-b", "base_run=baseline",
                     SWAP, "--", *TARGETS)
     assert "Nothing to be done" in dry.stdout
+
+
+def test_the_swap_records_what_it_copied_for_the_report(two_runs):
+    launch, _ = two_runs
+    swap = launch / "runs" / "reviser-b"
+    fig2 = "results/carry/fig2/summedits/verdicts.csv"
+    assert made_by(fig2, "baseline", swap)["made by"] == "copied from base run baseline"
+    chains = sorted(swap.glob("results/carry/chains/recon/*/*.json"))
+    assert chains and made_by(chains[0].relative_to(swap), "baseline", swap)["made by"] == \
+        "this run"
+
+
+def test_a_dry_run_of_an_ablation_copies_and_writes_nothing(two_runs):
+    launch, config = two_runs
+    other = "models={'reviser': 'fake/hash?salt=a-third-reviser'}"
+    dry = snakemake(launch, config, "-n", "--config", "run=reviser-c", "base_run=baseline",
+                    other, "--", *TARGETS)
+    assert "(dry run: nothing is copied)" in dry.stderr
+    copied = int(re.search(r"jobs, (\d+) are up to date there", dry.stderr).group(1))
+    assert copied > 0
+    folder = launch / "runs" / "reviser-c"
+    written = [p for p in folder.rglob("*") if p.is_file()
+               and ".snakemake" not in p.relative_to(folder).parts]
+    assert written == []
+    # Snakemake's own bookkeeping only (its lock and inventory), no copied output or record
+    assert sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) < 100_000
 
 
 def test_the_swap_leaves_the_baseline_as_it_was(two_runs):

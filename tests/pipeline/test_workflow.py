@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -26,8 +27,9 @@ def write_config(workdir: Path, judge: str, n: int = 3, **llm) -> Path:
         "data_mirror": str((REPO / ".." / "shared" / "data").resolve()),
         "cache_dir": str(workdir / "cache"),
         "models": {"judge": judge, "agent": judge, "generator": judge, "reviser": judge},
+        # The fake models stand in for paid ones here (resume, reuse, claims): cached as theirs.
         "llm": {"per_model": {judge: {"concurrency": 1, "backoff_s": 0.0, **llm}},
-                "progress_interval_s": 0.5},
+                "progress_interval_s": 0.5, "cache_fake_answers": True},
         "datasets": {
             name: {"evaluation": {"correct": n, "flawed": n},
                    "calibration": {"correct": 2, "flawed": 2},
@@ -291,6 +293,12 @@ def test_report_builds_offline_with_the_figure_and_its_caption(finished_run):
         assert name in html
     assert "carry, Figure 6: quality of the rubric after the last round" in html
     assert "transfer, Table A.9: how much each intervention changes the response" in html
+    # every item in a category and subcategory of its own, none under Snakemake's "Other"
+    categories = json.loads(re.search(r"var categories = (\{.*?\});\n", html, re.S).group(1))
+    items = [(c, s) for c, subs in categories.items() for s, found in subs.items()
+             for _ in found]
+    assert len(items) >= 29 and not [i for i in items if "Other" in i]
+    assert {("carry", "Figure 6"), ("transfer", "Table A.9")} <= set(items)
 
 
 def test_report_by_a_later_command_with_another_judge_keeps_the_judge_of_the_run(finished_run):

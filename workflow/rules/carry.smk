@@ -256,10 +256,11 @@ rule carry_gate_agreement:
             f for d in CARRY_DATASETS for f in carry_judge_files(d, "decisions.csv")
         ],
     output:
-        md=report(
+        md=report_item(
             "figures/carry/table_gate_agreement.md",
-            caption="../report/carry_gate_agreement.rst",
-            category="carry",
+            "carry_gate_agreement.rst",
+            "carry",
+            "Gate agreement (beside Table 2)",
         ),
         csv="figures/carry/table_gate_agreement.csv",
         splits="figures/carry/table_gate_agreement_splits.csv",
@@ -286,7 +287,7 @@ rule carry_figure:
         attribution="results/carry/attribution.csv",
         deletions="results/carry/deletions.csv",
     output:
-        png=carry_report("figures/carry/{figure}.png", "carry_figure.rst"),
+        png=carry_report("figures/carry/{figure}.png", "carry_figure.rst", "figure"),
         pdf="figures/carry/{figure}.pdf",
         csv="results/carry/figures/{figure}.csv",
         provenance="figures/carry/{figure}.provenance.json",
@@ -316,7 +317,7 @@ rule carry_table:
         deletions="results/carry/deletions.csv",
         failing="results/carry/failing_checks.csv",
     output:
-        md=carry_report("figures/carry/{table}.md", "carry_table.rst"),
+        md=carry_report("figures/carry/{table}.md", "carry_table.rst", "table"),
         csv="figures/carry/{table}.csv",
         provenance="figures/carry/{table}.provenance.json",
     log:

@@ -20,7 +20,13 @@ from rubriclab.llm.settings import LLMConfig
 from rubriclab.sizing import model_job_size, small_job_size
 from rubriclab.files import model_slug, tree_fingerprint
 from rubriclab.reuse import reuse_base_run
-from rubriclab.runs import EVALUATE_IN_VARIABLE, base_run_directory, enter_named_run
+from rubriclab.report_items import made_by, paper_item
+from rubriclab.runs import (
+    EVALUATE_IN_VARIABLE,
+    base_run_directory,
+    enter_named_run,
+    targets_in_run,
+)
 from rubriclab.validate import (
     check_before_first_job,
     check_call_settings,
@@ -56,17 +62,41 @@ _validated, RUN_DIR = enter_named_run(
     _validated, os.getcwd(), workflow.overwrite_workdir
 )
 # An ablation of another run (`base_run: <name>`) starts from the jobs it shares with it: they
-# are copied from the base run's folder before Snakemake decides what to run (rubriclab.reuse).
+# are copied from the base run's folder before Snakemake decides what to run (rubriclab.reuse),
+# in _prepare_dag below, where Snakemake knows whether this is a dry run (which copies nothing).
 _BASE_RUN = base_run_directory(_validated, os.getcwd())
-if _BASE_RUN and workflow.is_main_process and not os.environ.get(EVALUATE_IN_VARIABLE):
-    print(
-        reuse_base_run(
-            workflow.main_snakefile, _validated, os.getcwd(), _BASE_RUN, RUN_DIR
-        ).summary(),
-        file=sys.stderr,
-    )
+_REUSE = (
+    (workflow.main_snakefile, dict(_validated), os.getcwd(), _BASE_RUN, RUN_DIR)
+    if _BASE_RUN
+    and workflow.is_main_process
+    and not os.environ.get(EVALUATE_IN_VARIABLE)
+    else None
+)
 config.clear()
 config.update(_validated)
+
+
+def _before_the_dag(prepare_dag):
+    """What is done once Snakemake knows its targets and mode, before it builds the DAG: the
+    base run's up-to-date jobs copied (above; a dry run only counts them), and the command
+    line's targets, which Snakemake reads relative to the run's folder: `runs/<name>/...` of
+    the named run <name> is made as `...`, one of another run is refused with what to type
+    (rubriclab.runs.targets_in_run)."""
+
+    def prepare(*args, **kwargs):
+        if _REUSE is not None:
+            reuse = reuse_base_run(*_REUSE, dry=workflow.dryrun)
+            print(reuse.summary(), file=sys.stderr)
+        settings = workflow.dag_settings
+        settings.targets = frozenset(
+            targets_in_run(settings.targets, config.get("run"))
+        )
+        return prepare_dag(*args, **kwargs)
+
+    return prepare
+
+
+workflow._prepare_dag = _before_the_dag(workflow._prepare_dag)
 # Relative paths of your own data (datasets.<name>.file, .checklist) are the launching
 # directory's, also in a named run, which works in runs/<name>/.
 LAUNCH_DIR = os.getcwd()
@@ -509,9 +539,29 @@ def carry_items_input(wildcards):
     return {"table": f"data/prepared/{wildcards.cdataset}.csv"}
 
 
-def carry_report(path, caption):
+def report_item(path, caption, category, subcategory):
+    """A report() flag with its category and subcategory (a string, or a function of the job's
+    wildcards) and, in an ablation (base_run), a label saying whether the item is copied from
+    the base run (rubriclab.report_items)."""
+    return report(
+        path,
+        caption=f"../report/{caption}",
+        category=category,
+        subcategory=subcategory,
+        labels=lambda wildcards: made_by(
+            path.format(**dict(wildcards.items())), config.get("base_run")
+        ),
+    )
+
+
+def paper_item_of(wildcard):
+    """The subcategory of a figure or table named by `wildcard`: "Figure 3", "Table A.4"."""
+    return lambda wildcards: paper_item(wildcards[wildcard])
+
+
+def carry_report(path, caption, wildcard):
     # One caption file per rule: it picks the figure's or table's text by wildcard (Jinja).
-    return report(path, caption=f"../report/{caption}", category="carry")
+    return report_item(path, caption, "carry", paper_item_of(wildcard))
 
 
 # --- transfer: HealthBench rubric generation, interventions, baselines -------------------------
@@ -664,9 +714,9 @@ def transfer_targets():
     ]
 
 
-def transfer_report(path, caption):
+def transfer_report(path, caption, wildcard):
     # One caption file per rule: it picks the figure's or table's text by wildcard (Jinja).
-    return report(path, caption=f"../report/{caption}", category="transfer")
+    return report_item(path, caption, "transfer", paper_item_of(wildcard))
 
 
 def plan_files(_wildcards):

@@ -104,10 +104,8 @@ rule data_summary:
         recon72="data/prepared/recon/reports_recon72.csv",
         recon108="data/prepared/recon/reports_recon108.csv",
     output:
-        report(
-            "figures/data_summary.md",
-            caption="../report/data_summary.rst",
-            category="data",
+        report_item(
+            "figures/data_summary.md", "data_summary.rst", "data", "Prepared data"
         ),
     log:
         "logs/data_summary.log",

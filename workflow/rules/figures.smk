@@ -28,19 +28,19 @@ rule carry_fig2_plot:
             dataset=config["carry"]["fig2"]["datasets"],
         ),
     output:
-        png=report(
+        png=report_item(
             "figures/carry/fig2_checklist_length.png",
-            caption="../report/fig2_checklist_length.rst",
-            category="carry",
-            subcategory="Figure 2",
+            "fig2_checklist_length.rst",
+            "carry",
+            "Figure 2",
         ),
         pdf="figures/carry/fig2_checklist_length.pdf",
         provenance="figures/carry/fig2_checklist_length.provenance.json",
-        csv=report(
+        csv=report_item(
             "figures/carry/fig2_checklist_length.csv",
-            caption="../report/fig2_checklist_length_csv.rst",
-            category="carry",
-            subcategory="Figure 2",
+            "fig2_checklist_length_csv.rst",
+            "carry",
+            "Figure 2",
         ),
     log:
         "logs/carry_fig2_plot.log",
@@ -70,11 +70,11 @@ rule carry_checklist_attribution:
         verdicts="results/carry/fig2/{dataset}/verdicts.csv",
         checklist=fig2_checklist,
     output:
-        md=report(
+        md=report_item(
             "figures/carry/attribution_{dataset}.md",
-            caption="../report/carry_checklist_attribution.rst",
-            category="carry",
-            subcategory="attribution of a checklist",
+            "carry_checklist_attribution.rst",
+            "carry",
+            "attribution of a checklist",
         ),
         csv="figures/carry/attribution_{dataset}.csv",
         provenance="figures/carry/attribution_{dataset}.provenance.json",
@@ -113,10 +113,8 @@ rule cost_report:
         unpack(plan_files),
         ledgers=ledger_files(),
     output:
-        report(
-            "figures/cost_report.md",
-            caption="../report/cost_report.rst",
-            category="accounting",
+        report_item(
+            "figures/cost_report.md", "cost_report.rst", "accounting", "Cost report"
         ),
     log:
         "logs/cost_report.log",
@@ -140,10 +138,11 @@ rule replication:
         categories="results/transfer/analysis/categories.csv",
         stats="results/transfer/analysis/stats.csv",
     output:
-        md=report(
+        md=report_item(
             "figures/replication.md",
-            caption="../report/replication.rst",
-            category="replication",
+            "replication.rst",
+            "replication",
+            "Headline numbers beside the papers'",
         ),
         csv="figures/replication.csv",
     log:
@@ -188,11 +187,11 @@ rule carry_table1:
     input:
         local(TABLE1_EXAMPLE),
     output:
-        md=report(
+        md=report_item(
             "figures/carry/table1_shapley_example.md",
-            caption="../report/carry_table1.rst",
-            category="carry",
-            subcategory="Table 1",
+            "carry_table1.rst",
+            "carry",
+            "Table 1",
         ),
         csv="figures/carry/table1_shapley_example.csv",
     log:

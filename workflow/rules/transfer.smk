@@ -369,7 +369,9 @@ rule transfer_figure:
         stats="results/transfer/analysis/stats.csv",
         categories="results/transfer/analysis/categories.csv",
     output:
-        png=transfer_report("figures/transfer/{tfigure}.png", "transfer_figure.rst"),
+        png=transfer_report(
+            "figures/transfer/{tfigure}.png", "transfer_figure.rst", "tfigure"
+        ),
         pdf="figures/transfer/{tfigure}.pdf",
         csv="results/transfer/figures/{tfigure}.csv",
         provenance="figures/transfer/{tfigure}.provenance.json",
@@ -397,7 +399,9 @@ rule transfer_table:
         cutoffs="results/transfer/analysis/cutoffs.csv",
         edit_sizes="results/transfer/analysis/edit_sizes.csv",
     output:
-        md=transfer_report("figures/transfer/{ttable}.md", "transfer_table.rst"),
+        md=transfer_report(
+            "figures/transfer/{ttable}.md", "transfer_table.rst", "ttable"
+        ),
         csv="figures/transfer/{ttable}.csv",
         provenance="figures/transfer/{ttable}.provenance.json",
     log:

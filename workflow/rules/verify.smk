@@ -93,16 +93,18 @@ rule verify_calibration:
         trials="results/verify/trials.csv",
         grades="results/verify/reply_grades.csv",
     output:
-        md=report(
+        md=report_item(
             "figures/verify/table_calibration.md",
-            caption="../report/verify_table.rst",
-            category="verify",
+            "verify_table.rst",
+            "verify",
+            "Calibration table",
         ),
         csv="figures/verify/table_calibration.csv",
-        png=report(
+        png=report_item(
             "figures/verify/fig2_calibration.png",
-            caption="../report/verify_fig2.rst",
-            category="verify",
+            "verify_fig2.rst",
+            "verify",
+            "Figure 2",
         ),
         pdf="figures/verify/fig2_calibration.pdf",
         provenance="figures/verify/fig2_calibration.provenance.json",

@@ -10,8 +10,11 @@ from rubriclab.runtime import configure_logging
 configure_logging(snakemake.log[0])
 paths = [Path(p) for p in snakemake.input.ledgers]
 ledger, attempts = read_ledgers(paths), read_earlier_attempts(paths)
+# Answers of fake models are not cached unless the config asks: their repeats are no payment.
+skip_fake = not snakemake.config["llm"]["cache_fake_answers"]
 markdown = cost_report_markdown(summarize(ledger, attempts),
-                                calls_per_distinct_request(ledger, attempts))
+                                calls_per_distinct_request(ledger, attempts, skip_fake),
+                                fake_skipped=skip_fake)
 plan, note = None, ""
 if snakemake.input.plan:
     planned_for = json.loads(Path(snakemake.input.plan_digest[0]).read_text())["config_digest"]

@@ -328,8 +328,10 @@ class LLMClient:
                                                 error=f"{NOT_ATTEMPTED}: {why}")
                     else:
                         # Answered since the batch started, or being answered elsewhere?
+                        # (An answer that is not cached is not shared: nothing to claim.)
+                        shared = self.config.caches(request.model)
                         try:
-                            claim = self._claim(key)
+                            claim = self._claim(key) if shared else Claim(claimed=True)
                         except sqlite3.OperationalError as exc:  # nothing paid yet
                             claim = Claim(holder="the cache")
                             completion = Completion(
@@ -346,7 +348,8 @@ class LLMClient:
                                 completion = await self._call(request, key)
                             finally:
                                 self._held.discard(key)
-                                self._release(key)
+                                if shared:
+                                    self._release(key)
                 if completion is not None:
                     break
                 # Another process pays for it: wait (without holding a slot) for its answer.
@@ -842,8 +845,9 @@ class LLMClient:
                 messages = messages + [{"role": "assistant", "content": text},
                                        {"role": "user", "content": fmt.reask_instruction}]
                 continue
-            self.cache.put(make_answer(key, request, text, prompt_tokens, completion_tokens, cost,
-                                       self.backends.fingerprint(request.model)))
+            if self.config.caches(request.model):
+                self.cache.put(make_answer(key, request, text, prompt_tokens, completion_tokens,
+                                           cost, self.backends.fingerprint(request.model)))
             return Completion(request=request, key=key, outcome="ok", text=text, parsed=parsed,
                               usage=Usage(prompt_tokens, completion_tokens, cache_read, cache_write), cost_usd=cost,
                               latency_s=time.monotonic() - started, attempts=attempts,

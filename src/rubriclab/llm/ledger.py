@@ -233,14 +233,21 @@ def _earlier_attempts(current: pd.DataFrame, attempts: pd.DataFrame | None) -> p
                          "earlier_cost_unknown_calls": grouped["unknown"].sum().astype(int)})
 
 
-def calls_per_distinct_request(ledger: pd.DataFrame,
-                               attempts: pd.DataFrame | None = None) -> tuple[int, int]:
+def calls_per_distinct_request(ledger: pd.DataFrame, attempts: pd.DataFrame | None = None,
+                               skip_fake: bool = False) -> tuple[int, int]:
     """Calls made (this run's requests that reached a model, and earlier runs' calls) and the
-    distinct requests (keys) among them: equal when no request was paid for twice."""
+    distinct requests (keys) among them: equal when no request was paid for twice.
+    `skip_fake`: leave out `fake/` models, whose answers are not cached (llm.cache_fake_answers
+    false), so each asking of a request is a call of its own, and costs nothing."""
     made = ledger[~ledger["cached"].astype(bool) & (ledger["attempts"].fillna(0) > 0)]
-    keys = list(made["key"])
+    earlier = None
     if attempts is not None and not attempts.empty:
-        keys += list(attempts[~attempts["run"].isin(set(ledger["run"].dropna()))]["key"])
+        earlier = attempts[~attempts["run"].isin(set(ledger["run"].dropna()))]
+    if skip_fake:
+        made = made[~made["model"].astype(str).str.startswith("fake/")]
+        if earlier is not None:
+            earlier = earlier[~earlier["model"].astype(str).str.startswith("fake/")]
+    keys = list(made["key"]) + (list(earlier["key"]) if earlier is not None else [])
     return len(keys), len(set(keys))
 
 
@@ -253,7 +260,8 @@ def _fmt_cost(value: float | None, unknown: int = 0) -> str:
     return f"${known:,.4f} + unknown ({unknown} calls)"
 
 
-def cost_report_markdown(summary: pd.DataFrame, calls: tuple[int, int] | None = None) -> str:
+def cost_report_markdown(summary: pd.DataFrame, calls: tuple[int, int] | None = None,
+                         fake_skipped: bool = False) -> str:
     lines = [
         "# Cost report",
         "",
@@ -274,7 +282,10 @@ def cost_report_markdown(summary: pd.DataFrame, calls: tuple[int, int] | None = 
         made, distinct = calls
         ratio = f"{made / distinct:.3f}" if distinct else "n/a"
         lines += [f"Calls made / distinct requests: {made} / {distinct} = {ratio} (1.000: no "
-                  "request was paid for twice).", ""]
+                  "request was paid for twice"
+                  + ("; fake models left out: their answers are not cached "
+                     "(llm.cache_fake_answers), so they answer each asking anew, for free"
+                     if fake_skipped else "") + ").", ""]
     lines += [
         "| rule | model | requests | cache hits | uncached | unparseable | failed | re-asks |"
         " prompt tokens | completion tokens | cost | cost of cached | earlier runs' calls |"

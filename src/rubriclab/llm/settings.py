@@ -280,6 +280,15 @@ class LLMConfig:
     # No paid call starts while the cache's or the ledger's folder has less free space than
     # this, in MiB (0: never checked), so that every answer paid for can be stored.
     min_free_disk_mb: float = 100.0
+    # Whether answers of `fake/` models go into the call cache. They are deterministic and free,
+    # so a run has no need of them there (at paper scale they filled 1.7 GB): the pipeline's
+    # config says false (llm.cache_fake_answers). The model layer's own default keeps them, for
+    # the tests that use a fake model as the stand-in for a paid one (resume, claims, keys).
+    cache_fake_answers: bool = True
+
+    def caches(self, model: str) -> bool:
+        """Whether a model's answers are cached (every model's but fakes', unless asked)."""
+        return self.cache_fake_answers or not model.startswith("fake/")
 
     @property
     def cache_path(self) -> Path:
@@ -386,7 +395,15 @@ class LLMConfig:
             roles=roles,
             budget_usd=_budget(raw.get("budget_usd")),
             min_free_disk_mb=_min_free(raw.get("min_free_disk_mb", 100.0)),
+            cache_fake_answers=_flag(raw.get("cache_fake_answers", True),
+                                     "llm.cache_fake_answers"),
         )
+
+
+def _flag(value: Any, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{key}: expected true or false, got {value!r}")
+    return value
 
 
 def _min_free(value: Any) -> float:

@@ -33,14 +33,20 @@ DEFAULT_FREE_TEXT_SHARE = 0.25
 
 def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_args: list[str],
                *, free_text_share: float | None = DEFAULT_FREE_TEXT_SHARE, cores: int = 1,
-               targets: list[str] | None = None):
-    """(per-job plan table, markdown, config digest); writes nothing but the prepared data."""
+               targets: list[str] | None = None, calibrate: bool = False):
+    """(per-job plan table, markdown, config digest); writes nothing but the prepared data
+    (and, with `calibrate`, a local model's measured speed beside the cache).
+
+    A local model's hours are its measured speed on this machine (rubriclab.plan.speed): from
+    the ledgers of an earlier run in the working directory, else a calibration made earlier
+    here, else, with `calibrate`, one made now (seconds); else they are assumed."""
     from rubriclab.llm.cache import SQLiteCache
     from rubriclab.llm.settings import LLMConfig
 
     from .dag import load_workflow, run_model_free_prefix
     from .planner import StandIn, plan_workflow
     from .report import config_digest, plan_markdown, plan_table
+    from .speed import measured_speed
 
     overrides = parse_config_args(config_args)
     workflow = load_workflow(snakefile, workdir, configfiles, overrides, targets or ())
@@ -63,7 +69,9 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
     finally:
         if cache is not None:
             cache.close()
-    table = plan_table(rows, llm)
+    speeds = {model: measured_speed(model, workflow.workdir, llm, may_calibrate=calibrate)
+              for model in sorted({r.model for r in rows if r.model.startswith("local/")})}
+    table = plan_table(rows, llm, speeds)
     table.attrs["workdir"] = str(workflow.workdir)  # runs/<name>/ for a named run
     digest = config_digest(workflow.config)
     name = ", ".join(str(p) for p in configfiles) or "config/config.yaml"
@@ -114,6 +122,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--free-text-share", type=float, default=DEFAULT_FREE_TEXT_SHARE,
                         help="share of its token budget a free-text answer (a response, an "
                              "edit) is assumed to fill (default %(default)s)")
+    parser.add_argument("--no-calibration", action="store_true",
+                        help="do not time a local model here when neither an earlier run's "
+                             "ledgers nor an earlier calibration measured it (its hours are "
+                             "then assumed)")
     parser.add_argument("--rehearsal-answers", action="store_true",
                         help="free-text answers as the rehearsal server gives them (to plan "
                              "a rehearsal)")
@@ -130,7 +142,8 @@ def run(args: argparse.Namespace, write_plan) -> int:
         config_args.append(f"data_mirror={Path(args.data_mirror).resolve()}")
     share = None if args.rehearsal_answers else args.free_text_share
     table, markdown, digest = build_plan(snakefile, args.directory, list(args.configfile),
-                                         config_args, free_text_share=share, cores=args.cores)
+                                         config_args, free_text_share=share, cores=args.cores,
+                                         calibrate=not args.no_calibration)
     paths = write_plan(table, markdown, Path(table.attrs["workdir"]), digest)
     print(markdown)
     print(f"written: {', '.join(str(p) for p in paths)} ({time.monotonic() - started:.0f} s)")

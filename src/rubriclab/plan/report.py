@@ -18,10 +18,12 @@ from rubriclab.llm.prompt_cache import cacheable_prefixes, min_cacheable_tokens,
 from rubriclab.llm.settings import LLMConfig
 
 from .planner import THINKING_SHARES, PlannedRow
+from .speed import Speed
 
 # Besides the rate limits (llm.per_model.<model>.requests_per_minute / tokens_per_minute), hours
 # are bounded by each request taking SECONDS_PER_REQUEST plus its completion tokens at
-# COMPLETION_TOKENS_PER_S, `concurrency` at a time per model (llm.defaults / per_model).
+# COMPLETION_TOKENS_PER_S, `concurrency` at a time per model (llm.defaults / per_model). A local
+# model's hours are its measured speed instead (rubriclab.plan.speed), where there is one.
 SECONDS_PER_REQUEST = 1.0
 COMPLETION_TOKENS_PER_S = 50.0
 # Prompt caching inside an Anthropic batch: "The pricing discounts from prompt caching and
@@ -108,7 +110,9 @@ def _batched(row: PlannedRow, llm: LLMConfig) -> bool:
     return any(llm.batch_for(row.model, r.role) for r in row.to_pay_requests)
 
 
-def plan_table(rows: Sequence[PlannedRow], llm: LLMConfig) -> pd.DataFrame:
+def plan_table(rows: Sequence[PlannedRow], llm: LLMConfig,
+               speeds: Mapping[str, Speed | None] | None = None) -> pd.DataFrame:
+    """`speeds`: the measured speed of each local model (None: not measured)."""
     records = []
     for row in rows:
         caching = prompt_caching(row)
@@ -157,19 +161,32 @@ def plan_table(rows: Sequence[PlannedRow], llm: LLMConfig) -> pd.DataFrame:
             hours_bound="",
         ))
     table = pd.DataFrame(records, columns=PLAN_COLUMNS)
-    _add_hours(table, llm)
+    _add_hours(table, llm, speeds or {})
     return table
 
 
-def _add_hours(table: pd.DataFrame, llm: LLMConfig) -> None:
+def _add_hours(table: pd.DataFrame, llm: LLMConfig,
+               speeds: Mapping[str, Speed | None]) -> None:
     """Hours without batch mode. A model's rate limits hold for the whole run (every job of
     the model shares them), so its requests and tokens are summed over all its rules and
     divided by each limit; its concurrency bounds it too, as one job at a time
     (`SECONDS_PER_REQUEST`, `COMPLETION_TOKENS_PER_S`). The slowest of these binds, and each
-    row gets its share of that time."""
+    row gets its share of that time. A local model answers one request at a time in its job
+    (one llama.cpp context), at its measured speed where there is one (`speeds`), else at the
+    assumed one (bound "assumed")."""
+    table.attrs["speeds"] = {}
     for model, rows in table.groupby("model").groups.items():
         part = table.loc[rows]
         settings = llm.settings_for(model)
+        if str(model).startswith("local/"):
+            speed = speeds.get(model)
+            if speed is not None:
+                seconds = speed.seconds(part["to_pay"], part["prompt_tokens_to_pay"],
+                                        part["completion_tokens_to_pay"])
+                table.loc[rows, "hours"] = (seconds / 3600).astype(float)
+                table.loc[rows, "hours_bound"] = "measured"
+                table.attrs["speeds"][model] = speed.describe()
+                continue
         tokens = part["prompt_tokens_to_pay"] + part["completion_tokens_to_pay"]
         seconds = (part["to_pay"] * SECONDS_PER_REQUEST
                    + part["completion_tokens_to_pay"] / COMPLETION_TOKENS_PER_S)
@@ -180,7 +197,8 @@ def _add_hours(table: pd.DataFrame, llm: LLMConfig) -> None:
             by_bound["tokens_per_minute"] = tokens / settings.tokens_per_minute / 60
         bound = max(by_bound, key=lambda name: by_bound[name].sum())
         table.loc[rows, "hours"] = by_bound[bound].astype(float)
-        table.loc[rows, "hours_bound"] = bound
+        local = str(model).startswith("local/")
+        table.loc[rows, "hours_bound"] = "assumed" if local else bound
 
 
 def _price(model: str, prompt: int, completion: int, **kind: Any) -> float:
@@ -369,7 +387,8 @@ def _hours_lines(table: pd.DataFrame) -> list[str]:
                                           batch=("pricing", lambda s: (s == BATCH).any()))
     per_model = per_model.sort_values("hours", ascending=False)
     names = {"requests_per_minute": "requests a minute", "tokens_per_minute": "tokens a minute",
-             "concurrency": "concurrency"}
+             "concurrency": "concurrency", "measured": "measured speed",
+             "assumed": "assumed speed: not measured"}
     batched = [m for m, r in per_model.iterrows() if r.batch]
     return [
         "- **Hours** per model without batch mode, at its configured rate limits (`llm.per_model"
@@ -383,7 +402,29 @@ def _hours_lines(table: pd.DataFrame) -> list[str]:
         + (f" In batch mode ({', '.join(f'`{m}`' for m in batched)}) a model waits on its "
            f"provider's batch window instead: up to {BATCH_WINDOW_H} h a batch."
            if batched else ""),
+        *_local_speed_lines(table, per_model),
     ]
+
+
+def _local_speed_lines(table: pd.DataFrame, per_model: pd.DataFrame) -> list[str]:
+    """Where each local model's hours come from: its measured speed, or none."""
+    speeds = table.attrs.get("speeds", {})
+    lines = []
+    for model, r in per_model.iterrows():
+        if not str(model).startswith("local/"):
+            continue
+        if model in speeds:
+            lines.append(f"- **`{model}` measured on this machine:** {speeds[model]} "
+                         "(rubriclab.plan.speed); its hours are its requests, prompt and "
+                         "completion tokens to pay at that speed, one request at a time.")
+        else:
+            lines.append(f"- **`{model}` not measured:** no ledger of an earlier run here and "
+                         "no calibration (`rubriclab plan` calibrates unless given "
+                         "--no-calibration), so its hours assume "
+                         f"{SECONDS_PER_REQUEST:g} s a request plus {COMPLETION_TOKENS_PER_S:g} "
+                         "completion tokens a second; a 2-core machine can take several "
+                         "times that.")
+    return lines
 
 
 def _pricing_note(table: pd.DataFrame) -> str:
