@@ -381,7 +381,13 @@ function render() {
       const prefix = answers.length > 1 ? "vote " + n + ": " : "";
       if (a.text !== undefined) pre.textContent = prefix + a.text;
       else if (a.note !== undefined) { pre.textContent = prefix + a.note; pre.className = "note"; }
-      else { pre.textContent = prefix + "(not in the cache)"; pre.className = "missing"; }
+      else {
+        // A fake model's answers are kept only with llm.cache_fake_answers: true.
+        pre.textContent = prefix + (String(val("judge", i)).startsWith("fake/")
+          ? "(a fake model's answer: not cached unless llm.cache_fake_answers is true)"
+          : "(not in the cache)");
+        pre.className = "missing";
+      }
       pre.title = "cache key " + a.key; td.appendChild(pre);
     });
     body.appendChild(tr);
