@@ -222,10 +222,14 @@ def test_the_batch_store_keeps_jobs_their_requests_and_answers_alike(batch_store
     assert batch_store.all() == [done] and batch_store.open_jobs("openai/m") == {}
     answer = RawAnswer(text="Yes", prompt_tokens=3, completion_tokens=1, cost_usd=0.001)
     batch_store.save_answers(done, {"x": answer, "y": answer})
-    assert batch_store.take_answers("other/model", ["x"]) == {}
-    taken = batch_store.take_answers("openai/m", ["x", "z"])
-    assert list(taken) == ["x"] and taken["x"].answer == answer and taken["x"].batch_id == "batch-1"
-    assert batch_store.take_answers("openai/m", ["x"]) == {}  # taken once
+    assert batch_store.kept_answers("other/model", ["x"]) == {}
+    kept = batch_store.kept_answers("openai/m", ["x", "z"])
+    assert list(kept) == ["x"] and kept["x"].answer == answer and kept["x"].batch_id == "batch-1"
+    assert list(batch_store.kept_answers("openai/m", ["x"])) == ["x"]  # kept until forgotten
+    assert batch_store.forget_answers("openai/m", ["x", "z"]) == 1 and batch_store.kept_count() == 1
+    assert batch_store.kept_answers("openai/m", ["x"]) == {}
+    assert batch_store.clean_answers(lambda key: key == "nothing") == 0
+    assert batch_store.clean_answers(lambda key: key == "y") == 1 and batch_store.kept_count() == 0
 
 
 def test_ledger_rows_reach_the_database_from_every_host(pg_backend, tmp_path):

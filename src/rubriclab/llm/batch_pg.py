@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from dataclasses import asdict, replace
+from collections.abc import Callable
 from typing import Any
 
 from .backends import RawAnswer
@@ -78,18 +79,44 @@ class PostgresBatchStore:
                     [(k, job.model, job.job_key, job.batch_id, json.dumps(asdict(answer)))
                      for k, answer in answers.items()])
 
-    def take_answers(self, model: str, keys: list[str]) -> dict[str, BatchOutcome]:
-        """The kept answers of `keys`, removed from the store in one statement (two hosts
-        asking for one answer at once: only one of them takes it)."""
-        if not keys:
-            return {}
-        if self._run("SELECT 1 FROM batch_answers WHERE model = %s LIMIT 1",
-                     (model,)).fetchone() is None:
+    def kept_answers(self, model: str, keys: list[str]) -> dict[str, BatchOutcome]:
+        """The kept answers of `keys`. They stay stored until `forget_answers` (once the
+        caller has cached and billed them), so that a job killed in between loses none; two
+        hosts never serve one at once, since each request is claimed before it is looked up."""
+        if not keys or not self._has_answers(model):
             return {}  # the usual case
-        rows = self._run("DELETE FROM batch_answers WHERE model = %s AND request_key = ANY(%s)"
-                         " RETURNING request_key, batch_id, answer", (model, list(keys))).fetchall()
+        rows = self._run("SELECT request_key, batch_id, answer FROM batch_answers"
+                         " WHERE model = %s AND request_key = ANY(%s)",
+                         (model, list(keys))).fetchall()
         return {k: BatchOutcome(RawAnswer(**json.loads(answer)), batch_id=batch_id)
                 for k, batch_id, answer in rows}
+
+    def _has_answers(self, model: str | None = None) -> bool:
+        if model is None:
+            return self._run("SELECT 1 FROM batch_answers LIMIT 1").fetchone() is not None
+        return self._run("SELECT 1 FROM batch_answers WHERE model = %s LIMIT 1",
+                         (model,)).fetchone() is not None
+
+    def forget_answers(self, model: str, keys: list[str]) -> int:
+        """Remove the kept answers of `keys` (served: cached and billed, or answered
+        otherwise); how many there were."""
+        if not keys:
+            return 0
+        return self._run("DELETE FROM batch_answers WHERE model = %s AND request_key = ANY(%s)",
+                         (model, list(keys))).rowcount
+
+    def clean_answers(self, cached: Callable[[str], bool]) -> int:
+        """Remove every kept answer whose request the cache answers already; how many."""
+        if not self._has_answers():
+            return 0
+        done: dict[str, list[str]] = {}
+        for key, model in self._run("SELECT request_key, model FROM batch_answers").fetchall():
+            if cached(key):
+                done.setdefault(model, []).append(key)
+        return sum(self.forget_answers(model, keys) for model, keys in done.items())
+
+    def kept_count(self) -> int:
+        return self._run("SELECT COUNT(*) FROM batch_answers").fetchone()[0]
 
     def open_jobs(self, model: str) -> dict[str, set[str]]:
         """Request keys of this model's jobs that may still answer, by job key."""
