@@ -4,7 +4,7 @@ from rubriclab import browser
 from rubriclab.carry.judge_fig2 import read_checklist_json
 from rubriclab.carry.sources import read_rubric_set
 from rubriclab.llm import LLMConfig
-from rubriclab.llm.cache import SQLiteCache
+from rubriclab.llm.cache import open_cache
 from rubriclab.llm.ledger import read_ledgers
 from rubriclab.runtime import configure_logging
 
@@ -33,12 +33,11 @@ for path, name in zip(inputs.transfer, params.transfer, strict=True):
     tables.append(browser.transfer_rows(read(path), name, params.transfer_judge, where=path))
 table = browser.disagreements(pd.concat(tables, ignore_index=True))
 keys = browser.keys_of(table)
-cache_path = LLMConfig.from_dict(snakemake.config["llm"],
-                                 cache_dir=snakemake.config["cache_dir"]).cache_path
-with SQLiteCache.read_only(cache_path) as cache:
+llm = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
+with open_cache(llm, read_only=True) as cache:  # the run's cache: a SQLite file or a server
     texts = browser.answer_texts(keys, cache)
 notes = browser.ledger_errors(read_ledgers(list(inputs.ledgers)), keys)
 title = f"Verdicts of run {params.run}" if params.run else "Verdicts"
 subtitle = (f"{len(table)} verdicts, {len(keys)} answers ({len(texts)} in the call cache at "
-            f"{cache_path}); judge {params.judge}")
+            f"{llm.cache_location}); judge {params.judge}")
 browser.write_page(snakemake.output[0], table, texts, notes, title, subtitle)
