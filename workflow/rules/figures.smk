@@ -159,10 +159,11 @@ rule verdict_browser:
     input:
         unpack(verdict_browser_input),
     output:
-        report(
+        report_item(
             "figures/verdicts.html",
-            caption="../report/verdict_browser.rst",
-            category="verdicts",
+            "verdict_browser.rst",
+            "verdicts",
+            "The judges' answers",
         ),
     log:
         "logs/verdict_browser.log",
