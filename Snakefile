@@ -54,6 +54,7 @@ localrules:
     replication,
     transfer_figure,
     transfer_table,
+    verdict_browser,
 
 
 rule all:

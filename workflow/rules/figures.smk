@@ -169,6 +169,8 @@ rule verdict_browser:
         "logs/verdict_browser.log",
     conda:
         "../envs/rubriclab.yaml"
+    resources:
+        **SMALL_JOB,
     params:
         fig2_datasets=FIG2_DATASETS,
         verify_datasets=DATASETS,
