@@ -155,3 +155,64 @@ def test_waiting_for_a_holder_that_never_answers_is_bounded(tmp_path, monkeypatc
         (answer,) = client.run([request], raise_on_failure=False)
     assert answer.outcome == "failed" and "WaitedTooLong" in answer.error
     assert 1.5 <= time.monotonic() - started < 4.0
+
+
+def test_an_answer_another_process_stored_first_is_the_one_served(tmp_path, monkeypatch,
+                                                                   backend):
+    """A holder whose lease ran out (its loop blocked past it) while another process took the
+    claim over, paid and stored first: both serve the stored answer, so two runs on one cache
+    go on from the same answer; the holder's own call stays on its bill."""
+    log_path = tmp_path / "calls.log"
+    monkeypatch.setenv("RUBRICLAB_FAKE_CALL_LOG", str(log_path))
+    request = ask("q", "fake/hash?delay_s=0.5")
+    with LLMClient(backend.config(tmp_path / "alone")) as alone:
+        (own,) = alone.run([request])  # what this client is answered
+    stored = "No" if own.text == "Yes" else "Yes"
+    log_path.unlink()
+    with LLMClient(backend.config(tmp_path)) as client, backend.open(tmp_path) as other:
+        key = client.key_for(request)
+        original = client._run
+
+        async def run_while_another_stores(requests, label):
+            import asyncio
+
+            async def store_first():
+                await asyncio.sleep(0.2)  # while this client's call is in flight
+                other.put(make_answer(key, request, stored, 1, 1, 0.0, "fake-v1"))
+
+            task = asyncio.create_task(store_first())
+            result = await original(requests, label)
+            await task
+            return result
+
+        monkeypatch.setattr(client, "_run", run_while_another_stores)
+        (answer,) = client.run([request])
+        assert client.cache.get(key).text == stored
+    assert answer.text == stored and answer.parsed == stored.lower()
+    assert not answer.cached and answer.attempts == 1  # asked and paid here all the same
+    assert len(log_path.read_text().split()) == 1
+
+
+def test_litellm_is_imported_before_any_claim_is_held(tmp_path, monkeypatch, backend):
+    """Importing litellm takes seconds, minutes on a loaded machine, and blocks the loop that
+    renews the leases: done while a claim was held, the lease ran out and another process paid
+    for the same request (the two-invocation cluster rehearsal, 15 requests paid twice)."""
+    import rubriclab.llm.backends as backends_module
+
+    real_import = backends_module.import_litellm
+    held_at_import = []
+    with ScriptedOpenAIServer([], then="Yes") as server:
+        settings = ModelSettings(api_base=server.api_base, placeholder_api_key=True,
+                                 num_retries=0, timeout_s=10)
+        with LLMClient(backend.config(tmp_path, defaults=settings)) as client:
+            def recording_import():
+                held_at_import.append(set(client._held))
+                return real_import()
+
+            monkeypatch.setattr(backends_module, "import_litellm", recording_import)
+            client.backends._litellm = None
+            (answer,) = client.run([Request.chat("openai/stub-model",
+                                                 [{"role": "user", "content": "q"}],
+                                                 response_format="yes_no", max_tokens=4)])
+    assert answer.outcome == "ok" and not answer.cached
+    assert held_at_import == [set()]

@@ -276,6 +276,11 @@ class LLMClient:
 
         self._budget_stop = self._disk_stop = None
         for model in sorted({requests[i].model for i in misses}):
+            if not model.startswith("fake/"):
+                # Imported before any claim is held: the import takes seconds (minutes on a
+                # loaded machine) and blocks the loop that renews the claims' leases, which
+                # then ran out and another process paid for the same request.
+                self.backends.litellm  # noqa: B018
             self.backends.check_api_key(model)
             check_batch_settings(model, self.config.settings_for(model), f"model {model!r}")
             check_unusable_settings(self.config.settings_for(model), f"model {model!r}")
@@ -848,6 +853,16 @@ class LLMClient:
             if self.config.caches(request.model):
                 self.cache.put(make_answer(key, request, text, prompt_tokens, completion_tokens,
                                            cost, self.backends.fingerprint(request.model)))
+                # The first answer stored for a key is the one kept. Where another process
+                # stored one first (it took this claim over after its lease ran out), that one
+                # is served here too, so that runs sharing the cache go on from the same
+                # answer; this one was paid for all the same and stays on this row's bill.
+                kept = self.cache.get(key)
+                if kept is not None and kept.text != text:
+                    log.warning("%s: another process stored an answer to this request first "
+                                "(this one's claim had run out); serving the stored one",
+                                request.model)
+                    text, parsed = kept.text, fmt.parse(kept.text)
             return Completion(request=request, key=key, outcome="ok", text=text, parsed=parsed,
                               usage=Usage(prompt_tokens, completion_tokens, cache_read, cache_write), cost_usd=cost,
                               latency_s=time.monotonic() - started, attempts=attempts,
