@@ -230,12 +230,15 @@ def test_sigkill_mid_judging_loses_no_finished_call(tmp_path):
     """Kill the whole run while it judges, rerun: no answer stored before the kill is asked
     again, and the final table equals that of an uninterrupted run."""
     judge = "fake/hash?delay_s=0.02"
+    # Figure 2 alone: its judging is what the kill lands in, and its table is what is compared.
+    fig2 = "figures/carry/fig2_checklist_length.csv"
     killed, clean = tmp_path / "killed", tmp_path / "clean"
     killed.mkdir(), clean.mkdir()
     calls = tmp_path / "calls.log"
     config = write_config(killed, judge, n=4)
     env = {**os.environ, "RUBRICLAB_FAKE_CALL_LOG": str(calls)}
-    proc = subprocess.Popen(snakemake_cmd(killed, config), env=env, start_new_session=True,
+    proc = subprocess.Popen(snakemake_cmd(killed, config, "--", fig2), env=env,
+                            start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -263,7 +266,7 @@ def test_sigkill_mid_judging_loses_no_finished_call(tmp_path):
     ledgers_at_kill = {path: path.read_text() for path in ledger.glob("*.jsonl")}
 
     run(killed, config, "--unlock")
-    run(killed, config, env={"RUBRICLAB_FAKE_CALL_LOG": str(calls)})
+    run(killed, config, "--", fig2, env={"RUBRICLAB_FAKE_CALL_LOG": str(calls)})
     after_kill = calls.read_text().split()[before:]
     # Judged by cache key, not by the fake log's digest: the digest leaves the model out, and the
     # second judge and generator (SECOND_JUDGE) send the same messages as a new request.
@@ -274,9 +277,9 @@ def test_sigkill_mid_judging_loses_no_finished_call(tmp_path):
     assert not asked_again, "an answer stored before the kill was asked again"
     assert len(stored) + len(after_kill) >= total_calls
 
-    run(clean, write_config(clean, judge, n=4))
-    resumed = pd.read_csv(killed / "figures/carry/fig2_checklist_length.csv")
-    uninterrupted = pd.read_csv(clean / "figures/carry/fig2_checklist_length.csv")
+    run(clean, write_config(clean, judge, n=4), "--", fig2)
+    resumed = pd.read_csv(killed / fig2)
+    uninterrupted = pd.read_csv(clean / fig2)
     pd.testing.assert_frame_equal(resumed, uninterrupted)
 
 
