@@ -38,9 +38,8 @@ reproduce: $(STAMP)
 		$(if $(value RUN)$(value BASE),--config $(if $(value RUN),run=$(call quote,$(value RUN))) \
 		$(if $(value BASE),base_run=$(call quote,$(value BASE))))
 
-# TEST_WORKERS: processes the suite runs on (pytest-xdist), each taking whole files; 0 runs it in
-# one. One per core: the suite's model servers, kills and retries wait about as much as they
-# compute, so two workers on CI's two cores finish in about two thirds of the time of one.
+# TEST_WORKERS: processes the suite runs on (pytest-xdist), each taking whole files, the longest
+# first; 0 runs it in one. One per core (benchmarks/README.md has the times of one and of two).
 TEST_WORKERS ?= $(CORES)
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
