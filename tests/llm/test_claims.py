@@ -145,6 +145,42 @@ def test_a_holder_renews_its_lease_while_it_works(tmp_path, backend):
     assert all(not c.claimed for c in seen[:5])  # never taken while the holder worked
 
 
+def test_a_holder_whose_event_loop_is_busy_past_its_lease_keeps_its_claims(tmp_path, monkeypatch,
+                                                                          backend):
+    """Claiming hundreds of keys and building a batch's file kept a job's event loop busy for
+    39 s on a loaded machine, past the 30-s lease: another process took its claims over and
+    paid again. The leases are renewed from a thread of their own."""
+    from rubriclab.llm.backends import RawAnswer
+
+    cfg = backend.config(tmp_path)
+    request = ask("busy", "fake/hash")
+    with LLMClient(cfg) as client:
+        client.claim_lease_s = 0.3  # renewed every 0.1 s; without renewal it ends at 0.3 s
+
+        async def blocking_complete(request, messages, settings):
+            time.sleep(1.0)  # holds the event loop, as synchronous work in it does
+            return RawAnswer("Yes", 3, 1, 0.0)
+
+        monkeypatch.setattr(client.backends, "complete", blocking_complete)
+        key = client.key_for(request)
+        seen = []
+
+        def watch():
+            with backend.open(tmp_path) as other:
+                for _ in range(5):
+                    time.sleep(0.15)
+                    seen.append(other.claim(key, "other", lease_s=30))
+
+        import threading
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        (answer,) = client.run([request])
+        watcher.join()
+    assert answer.outcome == "ok" and answer.text == "Yes"
+    assert len(seen) == 5 and not any(c.claimed for c in seen)
+
+
 def test_waiting_for_a_holder_that_never_answers_is_bounded(tmp_path, monkeypatch, backend):
     cfg = backend.config(tmp_path, defaults=ModelSettings(deadline_s=0.5))
     request = ask("q")

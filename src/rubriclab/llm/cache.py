@@ -36,6 +36,7 @@ import os
 import re
 import socket
 import sqlite3
+import threading
 import time
 import zlib
 from collections import Counter, defaultdict
@@ -624,6 +625,10 @@ class SQLiteCache(AnswerStore):
         self.busy_timeout_s = busy_timeout_s
         self._db = open_wal_database(self.path, _SCHEMA, busy_timeout_s)
         self._db.execute(_CLAIMS)
+        # The client's heartbeat thread renews claims on a connection of its own (a SQLite
+        # connection serves only the thread that made it).
+        self._renewals: sqlite3.Connection | None = None
+        self._renewals_lock = threading.Lock()
         if not self._has_columns():
             # Immediate: two processes opening a new cache at once would otherwise both read
             # the columns, and the second to add one fails at once ("database is locked").
@@ -644,6 +649,10 @@ class SQLiteCache(AnswerStore):
         return answer_journal.journal_dir(self.path)
 
     def _close_db(self) -> None:
+        with self._renewals_lock:
+            if self._renewals is not None:
+                self._renewals.close()
+                self._renewals = None
         self._db.close()
 
     def __enter__(self) -> SQLiteCache:
@@ -731,10 +740,15 @@ class SQLiteCache(AnswerStore):
         return Claim(claimed=True)
 
     def renew_claims(self, owner: str, lease_s: float) -> None:
+        """Extend the leases of `owner`'s claims (from any thread)."""
         try:
-            with self._busy_timeout(min(PUT_WAIT_S, self.busy_timeout_s)):
-                self._db.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
-                                 (time.time() + lease_s, owner))
+            with self._renewals_lock:
+                if self._renewals is None:
+                    self._renewals = sqlite3.connect(
+                        self.path, timeout=min(PUT_WAIT_S, self.busy_timeout_s),
+                        isolation_level=None, check_same_thread=False)
+                self._renewals.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
+                                       (time.time() + lease_s, owner))
         except sqlite3.OperationalError as exc:  # renewed at the next beat, or the lease lapses
             log.warning("%s: could not renew this process's claims: %s", self.path, exc)
 
@@ -758,6 +772,7 @@ class SQLiteCache(AnswerStore):
         cache.location = str(path)
         cache.busy_timeout_s = BUSY_TIMEOUT_S
         cache._db = _connect_read_only(path)
+        cache._renewals, cache._renewals_lock = None, threading.Lock()
         # no journal is taken over or written: what it holds is stored by the next writer
         cache._pending, cache._warned, cache._journal = {}, set(), None
         cache._read_only = True

@@ -290,15 +290,16 @@ class PostgresCache(AnswerStore):
     def _store(self, answer: CachedAnswer) -> None:
         """The answer, and the release of the claims this cache holds on its key, in one
         transaction."""
-        held = {owner: token for (key, owner), token in self._tokens.items()
-                if key == answer.key}
-        with self._transaction():
-            self._insert(answer)
-            if held:
-                self._run("DELETE FROM claims WHERE key = %s AND token = ANY(%s)",
-                          (answer.key, list(held.values())))
-        for owner in held:
-            self._tokens.pop((answer.key, owner), None)
+        with self._lock:  # _tokens is read by the thread that renews the claims too
+            held = {owner: token for (key, owner), token in self._tokens.items()
+                    if key == answer.key}
+            with self._transaction():
+                self._insert(answer)
+                if held:
+                    self._run("DELETE FROM claims WHERE key = %s AND token = ANY(%s)",
+                              (answer.key, list(held.values())))
+            for owner in held:
+                self._tokens.pop((answer.key, owner), None)
 
     def _stored_fingerprints(self) -> Iterator[tuple[str, str]]:
         yield from self._run("SELECT DISTINCT model, model_fingerprint FROM answers"
@@ -380,34 +381,43 @@ class PostgresCache(AnswerStore):
                 return Claim(holder="another process (its claim just ended)")
             host, pid, token = holder
             return Claim(holder=f"process {pid} on {host} (claim {token})")
-        self._tokens[(key, owner)] = taken[0]
+        with self._lock:
+            self._tokens[(key, owner)] = taken[0]
         return Claim(claimed=True, token=taken[0])
 
     def renew_claims(self, owner: str, lease_s: float) -> None:
         """Extend the leases of `owner`'s claims that still carry its tokens; a claim taken
-        over meanwhile (its lease had run out) is not revived, and is dropped with a warning."""
-        mine = {token: key for (key, o), token in self._tokens.items() if o == owner}
-        if not mine:
-            return
-        try:
-            with self._busy_timeout(min(5.0, self.busy_timeout_s)):
-                renewed = {token for (token,) in self._run(
-                    f"UPDATE claims SET expires_at = {_NOW} + %s WHERE owner = %s"
-                    " AND token = ANY(%s) RETURNING token",
-                    (float(lease_s), owner, list(mine))).fetchall()}
-        except self._refusals as exc:  # renewed at the next beat, or the lease lapses
-            log.warning("%s: could not renew this process's claims: %s", self.location, exc)
-            return
-        for token, key in mine.items():
-            if token not in renewed and self._tokens.get((key, owner)) == token:
+        over meanwhile (its lease had run out) is not revived, and is dropped with a warning.
+
+        Called from the client's heartbeat thread: the connection and _tokens are used under
+        the cache's lock."""
+        with self._lock:
+            mine = {token: key for (key, o), token in self._tokens.items() if o == owner}
+            if not mine:
+                return
+            try:
+                with self._busy_timeout(min(5.0, self.busy_timeout_s)):
+                    renewed = {token for (token,) in self._run(
+                        f"UPDATE claims SET expires_at = {_NOW} + %s WHERE owner = %s"
+                        " AND token = ANY(%s) RETURNING token",
+                        (float(lease_s), owner, list(mine))).fetchall()}
+            except self._refusals as exc:  # renewed at the next beat, or the lease lapses
+                log.warning("%s: could not renew this process's claims: %s", self.location,
+                            exc)
+                return
+            lost = [(token, key) for token, key in mine.items()
+                    if token not in renewed and self._tokens.get((key, owner)) == token]
+            for token, key in lost:
                 del self._tokens[(key, owner)]
-                log.warning("%s: the claim of %s (token %d) was taken over after its lease "
-                            "ran out; its answer, if this process gets it first, is still "
-                            "stored", self.location, key, token)
+        for token, key in lost:
+            log.warning("%s: the claim of %s (token %d) was taken over after its lease ran "
+                        "out; its answer, if this process gets it first, is still stored",
+                        self.location, key, token)
 
     def release(self, key: str, owner: str) -> None:
         """Drop `owner`'s claim on `key`, only if it still carries the token this cache got."""
-        token = self._tokens.pop((key, owner), None)
+        with self._lock:
+            token = self._tokens.pop((key, owner), None)
         if token is None:
             return  # released with its answer, taken over, or never this cache's
         try:

@@ -28,6 +28,7 @@ import logging
 import math
 import random
 import sqlite3
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -278,8 +279,7 @@ class LLMClient:
         for model in sorted({requests[i].model for i in misses}):
             if not model.startswith("fake/"):
                 # Imported before any claim is held: the import takes seconds (minutes on a
-                # loaded machine) and blocks the loop that renews the claims' leases, which
-                # then ran out and another process paid for the same request.
+                # loaded machine), which other processes would spend waiting on those claims.
                 self.backends.litellm  # noqa: B018
             self.backends.check_api_key(model)
             check_batch_settings(model, self.config.settings_for(model), f"model {model!r}")
@@ -288,6 +288,12 @@ class LLMClient:
             if any(self.config.batch_for(model, requests[i].role or self.role) for i in misses
                    if requests[i].model == model):
                 self.batches.check_credentials(model)
+        with self._renewing_claims():
+            return await self._answer_misses(requests, keys, results, misses, label)
+
+    async def _answer_misses(self, requests: list[Request], keys: list[str],
+                             results: list[Completion | None], misses: list[int],
+                             label: str) -> list[Completion]:
         held = self._held_by_stored_batches(requests, keys, misses)
         batched: dict[str, list[int]] = defaultdict(list)
         for i in misses:
@@ -405,15 +411,11 @@ class LLMClient:
                     self._held.discard(key)
                     self._release(key)
 
-        heartbeat = asyncio.create_task(self._renew_claims())
-        try:
-            # Tasks start in request order and semaphores are FIFO, so a model limited to one
-            # call at a time answers in that order (consecutive checks of one item share a
-            # prefix).
-            await asyncio.gather(*(answer(i) for i in misses if i not in in_batch),
-                                 *(answer_batch(m, indices) for m, indices in batched.items()))
-        finally:
-            heartbeat.cancel()
+        # Tasks start in request order and semaphores are FIFO, so a model limited to one
+        # call at a time answers in that order (consecutive checks of one item share a
+        # prefix).
+        await asyncio.gather(*(answer(i) for i in misses if i not in in_batch),
+                             *(answer_batch(m, indices) for m, indices in batched.items()))
         return [r for r in results if r is not None]
 
     def _prompt_cache_marks(self, requests: list[Request], keys: list[str]) -> dict[str, int]:
@@ -658,14 +660,35 @@ class LLMClient:
         if release is not None:
             release(key, self._owner)
 
-    async def _renew_claims(self) -> None:
+    @contextlib.contextmanager
+    def _renewing_claims(self) -> Iterator[None]:
+        """Renew the claims this client holds every third of their lease, from a thread of
+        its own until the block ends.
+
+        Not a task of the event loop: the loop can be busy for longer than a lease (claiming
+        hundreds of keys and building a batch's file took 39 s on a loaded machine), and a
+        lease that runs out lets another process pay for the same request."""
         renew = getattr(self.cache, "renew_claims", None)
         if renew is None:
+            yield
             return
-        while True:
-            await asyncio.sleep(self.claim_lease_s / 3)
-            if self._held:
-                renew(self._owner, self.claim_lease_s)
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(self.claim_lease_s / 3):
+                if self._held:
+                    try:
+                        renew(self._owner, self.claim_lease_s)
+                    except Exception as exc:  # noqa: BLE001 - tried again at the next beat
+                        log.warning("could not renew this process's claims: %s", exc)
+
+        heartbeat = threading.Thread(target=beat, name="rubriclab-claims", daemon=True)
+        heartbeat.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            heartbeat.join(timeout=60)
 
     def _note_outcome(self, completion: Completion, settings: ModelSettings,
                       streaks: dict[str, tuple[str, int]]) -> None:
