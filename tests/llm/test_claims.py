@@ -121,26 +121,34 @@ def test_a_claim_whose_lease_ran_out_is_taken_over(tmp_path, backend):
         assert cache.claim("k", "second", lease_s=30).claimed
 
 
+def run_while_another_tries_to_claim(client, request, backend, tmp_path, tries):
+    """`client` answers `request` while another cache tries to claim its key every 0.15 s,
+    `tries` times; the answer, and the claims the other got."""
+    import threading
+
+    key = client.key_for(request)
+    seen = []
+
+    def watch():
+        with backend.open(tmp_path) as other:
+            for _ in range(tries):
+                time.sleep(0.15)
+                seen.append(other.claim(key, "other", lease_s=30))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    (answer,) = client.run([request])
+    watcher.join()
+    return answer, seen
+
+
 def test_a_holder_renews_its_lease_while_it_works(tmp_path, backend):
     cfg = backend.config(tmp_path)
     request = ask("slow", "fake/hash?delay_s=1.0")
     with LLMClient(cfg) as client:
         client.claim_lease_s = 0.3  # renewed every 0.1 s; without renewal it ends at 0.3 s
-        key = client.key_for(request)
-        seen = []
-
-        def watch():
-            with backend.open(tmp_path) as other:
-                for _ in range(6):
-                    time.sleep(0.15)
-                    seen.append(other.claim(key, "other", lease_s=30))
-
-        import threading
-
-        watcher = threading.Thread(target=watch)
-        watcher.start()
-        (answer,) = client.run([request])
-        watcher.join()
+        answer, seen = run_while_another_tries_to_claim(client, request, backend, tmp_path,
+                                                        tries=6)
     assert answer.outcome == "ok" and not answer.cached
     assert all(not c.claimed for c in seen[:5])  # never taken while the holder worked
 
@@ -162,21 +170,8 @@ def test_a_holder_whose_event_loop_is_busy_past_its_lease_keeps_its_claims(tmp_p
             return RawAnswer("Yes", 3, 1, 0.0)
 
         monkeypatch.setattr(client.backends, "complete", blocking_complete)
-        key = client.key_for(request)
-        seen = []
-
-        def watch():
-            with backend.open(tmp_path) as other:
-                for _ in range(5):
-                    time.sleep(0.15)
-                    seen.append(other.claim(key, "other", lease_s=30))
-
-        import threading
-
-        watcher = threading.Thread(target=watch)
-        watcher.start()
-        (answer,) = client.run([request])
-        watcher.join()
+        answer, seen = run_while_another_tries_to_claim(client, request, backend, tmp_path,
+                                                        tries=5)
     assert answer.outcome == "ok" and answer.text == "Yes"
     assert len(seen) == 5 and not any(c.claimed for c in seen)
 
