@@ -6,7 +6,13 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+# (status, message) of an error, or (status 200, text, finish_reason) of an answer, for a
+# request's body and headers (names lower-cased).
+Behaviour = Callable[[dict, dict[str, str]], tuple[int, str, str]]
 
 
 class ScriptedOpenAIServer:
@@ -16,11 +22,12 @@ class ScriptedOpenAIServer:
     with empty content), or any other string, which is returned as the assistant's answer. An
     exhausted script plays `then` (default "500"), after `delay_s`. Each answer's usage is 2
     completion tokens and `prompt_tokens` prompt tokens, or with None, one per four characters
-    of the messages (about what a tokenizer counts)."""
+    of the messages (about what a tokenizer counts). With `behaviour`, every request is answered
+    by that function of the request instead of a script."""
 
     def __init__(self, script: list[str], slow_s: float = 3.0, then: str = "500",
                  delay_s: float = 0.0, prompt_tokens: int | None = 11,
-                 on_request=None):
+                 on_request=None, behaviour: Behaviour | None = None):
         # Called with each request's number (1, 2, ...) before it is answered.
         self.on_request = on_request
         self.script = deque(script)
@@ -28,6 +35,7 @@ class ScriptedOpenAIServer:
         self.then = then
         self.delay_s = delay_s
         self.prompt_tokens = prompt_tokens
+        self.behaviour = behaviour
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []
         self.times: list[float] = []
@@ -42,14 +50,24 @@ class ScriptedOpenAIServer:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                headers = {k.lower(): v for k, v in self.headers.items()}
                 with server._lock:
                     server.requests.append(body)
-                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    server.headers.append(headers)
                     server.times.append(time.monotonic())
                     action = server.script.popleft() if server.script else None
                     number = len(server.requests)
                 if server.on_request is not None:
                     server.on_request(number)
+                if server.behaviour is not None:
+                    status, text, finish = server.behaviour(body, headers)
+                    if status != 200:
+                        self.reply(status, {"error": {"message": text,
+                                                      "type": "invalid_request_error",
+                                                      "code": "invalid_api_key"}})
+                    else:
+                        self.answer(body, text, finish)
+                    return
                 if action is None:
                     action = server.then
                     time.sleep(server.delay_s)
@@ -69,14 +87,16 @@ class ScriptedOpenAIServer:
                                                "type": "rate_limit_error"}},
                                {"Retry-After": action.split(":", 1)[1]})
                     return
-                content = "" if action == "empty" else action
+                self.answer(body, "" if action == "empty" else action, "stop")
+
+            def answer(self, body, content, finish_reason):
                 prompt = server.prompt_tokens
                 if prompt is None:
                     prompt = sum(len(str(m.get("content", ""))) for m in body["messages"]) // 4
                 self.reply(200, {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
                     "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
+                    "choices": [{"index": 0, "finish_reason": finish_reason,
                                  "message": {"role": "assistant", "content": content}}],
                     "usage": {"prompt_tokens": prompt, "completion_tokens": 2,
                               "total_tokens": prompt + 2},
@@ -100,8 +120,12 @@ class ScriptedOpenAIServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
+    def port(self) -> int:
+        return self.httpd.server_address[1]
+
+    @property
     def api_base(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def __enter__(self) -> ScriptedOpenAIServer:
         self.thread.start()
