@@ -46,6 +46,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from ..processes import process_running
 from . import journal as answer_journal
 from .request import (CACHE_KEY_VERSION, Request, cache_key, legacy_cache_keys,
                       request_from_dict)
@@ -197,13 +198,7 @@ def _switch_to_wal(db: sqlite3.Connection, path: Path, wait_s: float = 120.0) ->
 def _process_alive(host: str, pid: int) -> bool:
     if host != socket.gethostname():
         return True  # another machine's process: only its lease can tell
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return process_running(pid)
 
 
 def _connect_read_only(path: Path) -> sqlite3.Connection:

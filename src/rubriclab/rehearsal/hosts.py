@@ -21,6 +21,8 @@ import sys
 import uuid
 from pathlib import Path
 
+from ..processes import process_running
+
 SPOOL_VARIABLE = "RUBRICLAB_HOSTS_SPOOL"
 
 
@@ -61,7 +63,7 @@ def status(job_id: str, spool: Path) -> str:
     exit_file = job / "exit"
     if exit_file.is_file():
         return "success" if exit_file.read_text().strip() == "0" else "failed"
-    if _alive(int((job / "pid").read_text())):
+    if process_running(int((job / "pid").read_text())):
         return "running"
     # Ended without writing its status (killed with its shell): read it once more, as the
     # shell may have written it after the check above.
@@ -78,20 +80,6 @@ def cancel(job_ids: list[str], spool: Path) -> None:
                 os.killpg(int(pid_file.read_text()), signal.SIGTERM)
             except ProcessLookupError:
                 pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A finished child of nobody is a zombie until reaped; /proc says so on Linux.
-    stat = Path(f"/proc/{pid}/stat")
-    if stat.is_file():
-        return stat.read_text().rsplit(")", 1)[-1].split()[0] != "Z"
-    return True
 
 
 def _q(path: Path) -> str:
