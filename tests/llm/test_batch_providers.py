@@ -4,11 +4,10 @@ on its real wire paths."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +15,8 @@ from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelCallsFailed, ModelS
 from rubriclab.llm.batch import BatchStore
 from rubriclab.llm.pricing import price
 from rubriclab.rehearsal.server import FaultMix, RehearsalServer
+
+from .batch_setup import kill_while_it_polls
 
 MODELS = {"gemini": "gemini/gemini-2.5-flash",
           "anthropic": "anthropic/claude-sonnet-4-5-20250929"}
@@ -143,8 +144,8 @@ def _job(tmp_path, url, provider):
         import logging, sys
         from pathlib import Path
         logging.basicConfig(level=logging.INFO)
-        sys.path.insert(0, {os.path.dirname(__file__)!r})
-        from test_batch_providers import config, questions
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+        from tests.llm.test_batch_providers import config, questions
         from rubriclab.llm import LLMClient
 
         with LLMClient(config(Path({str(tmp_path)!r}), {url!r}, {provider!r})) as client:
@@ -160,17 +161,7 @@ def test_a_job_killed_after_submitting_collects_the_same_batch_when_restarted(tm
                                                                              provider):
     api = api_of(server, provider)
     api.hold = True  # the batch stays in progress while the first job polls it
-    job = _job(tmp_path, server.url, provider)
-    try:
-        deadline = time.monotonic() + 90
-        while api.calls["retrieve"] < 2 and time.monotonic() < deadline:
-            assert job.poll() is None, job.stdout.read().decode()
-            time.sleep(0.05)
-        assert api.calls["create"] == 1, "the job never submitted its batch"
-    finally:
-        job.send_signal(signal.SIGKILL)
-        job.wait(timeout=30)
-    assert job.returncode == -signal.SIGKILL
+    kill_while_it_polls(api, _job(tmp_path, server.url, provider))
     (stored,) = BatchStore(tmp_path / "cache" / BatchStore.FILE_NAME).all()
     assert stored.batch_id and stored.status not in ("completed", "collected")
 
