@@ -14,7 +14,8 @@ import pytest
 from rubriclab.llm import Ledger, LLMClient
 from rubriclab.llm.cache import DiskSpaceLow, SQLiteCache
 from rubriclab.llm.journal import journal_dir, read_records
-from rubriclab.llm.ledger import PAID_UNKNOWN, attempts_path, read_ledgers
+from rubriclab.llm.ledger import (PAID_UNKNOWN, attempts_path, calls_per_distinct_request,
+                                  read_earlier_attempts, read_ledgers, summarize)
 
 from .batch_setup import env_keys, provider, server  # noqa: F401  (fixtures)
 from .batch_setup import MODELS, config, kill_while_it_polls, paid, questions, stored_jobs
@@ -82,3 +83,57 @@ def test_the_requests_of_a_batch_a_killed_job_paid_for_are_on_its_bill(tmp_path,
     assert sorted(billed["key"]) == sorted(expected)
     assert set(billed["outcome"]) == {PAID_UNKNOWN}
     assert paid(server, provider) == 0  # held: the server has answered none of them yet
+
+
+def test_a_killed_jobs_batch_collected_by_the_rerun_is_one_call_on_the_bill(tmp_path, server):
+    """The killed job's five requests are on the bill as paid-unknown until the rerun reads
+    their answers from that same batch: then they are five calls at the batch's cost, not five
+    of unknown cost plus five more."""
+    provider = "openai"
+    cache_dir = tmp_path / "cache"
+    ledger_path = tmp_path / "results" / "ledger" / "judge.jsonl"
+    api = server.batch_apis[provider]
+    api.hold = True
+    kill_while_it_polls(api, _killed_job(cache_dir, ledger_path, server.url, provider,
+                                         range(5)))
+    SQLiteCache(cache_dir / "llm_cache.sqlite").close()  # takes the journal over
+    before = summarize(read_ledgers([ledger_path]), read_earlier_attempts([ledger_path]))
+    assert (before["earlier_calls"].sum(), before["earlier_cost_unknown_calls"].sum()) == (5, 5)
+
+    api.hold = False
+    with LLMClient(config(cache_dir, server.url, provider),
+                   ledger=Ledger(ledger_path, "judge")) as client:
+        assert all(a.batch and not a.cached for a in client.run(questions(provider, range(5))))
+    assert api.calls["create"] == 1 and paid(server, provider) == 5
+    ledger, attempts = read_ledgers([ledger_path]), read_earlier_attempts([ledger_path])
+    assert (attempts["outcome"] == PAID_UNKNOWN).sum() == 5  # the journal keeps its rows
+    after = summarize(ledger, attempts)
+    assert after["uncached_calls"].sum() == after["batch_calls"].sum() == 5
+    assert (after["earlier_calls"].sum(), after["earlier_cost_unknown_calls"].sum()) == (0, 0)
+    assert calls_per_distinct_request(ledger, attempts) == (5, 5)
+
+
+def test_a_killed_jobs_batch_that_is_gone_stays_on_the_bill_beside_the_calls_after_it(
+        tmp_path, server):
+    """Where the rerun cannot read the killed job's batch (the provider no longer knows it) and
+    pays ordinary calls instead (batch_fallback: call), that batch may have been answered and
+    billed too: its paid-unknown rows still count."""
+    provider = "openai"
+    cache_dir = tmp_path / "cache"
+    ledger_path = tmp_path / "results" / "ledger" / "judge.jsonl"
+    api = server.batch_apis[provider]
+    api.hold = True
+    kill_while_it_polls(api, _killed_job(cache_dir, ledger_path, server.url, provider,
+                                         range(3)))
+    SQLiteCache(cache_dir / "llm_cache.sqlite").close()
+    api.batches.clear()  # deleted, or past the provider's retention
+    cfg = config(cache_dir, server.url, provider, batch_fallback="call")
+    with LLMClient(cfg, ledger=Ledger(ledger_path, "judge")) as client:
+        assert all(a.outcome == "ok" and not a.batch
+                   for a in client.run(questions(provider, range(3))))
+    assert paid(server, provider) == 3
+    ledger, attempts = read_ledgers([ledger_path]), read_earlier_attempts([ledger_path])
+    summary = summarize(ledger, attempts)
+    assert summary["uncached_calls"].sum() == 3 and summary["batch_calls"].sum() == 0
+    assert (summary["earlier_calls"].sum(), summary["earlier_cost_unknown_calls"].sum()) == (3, 3)
+    assert calls_per_distinct_request(ledger, attempts) == (6, 3)

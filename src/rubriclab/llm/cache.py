@@ -428,9 +428,11 @@ class AnswerStore:
     # --- what a client journals about its calls ---------------------------------------------
 
     def journal_sent(self, key: str, model: str, attempts: str | None = None,
-                     rule: str | None = None, run: str | None = None) -> None:
-        """A paid request is about to go to its model (see `rubriclab.llm.journal`)."""
-        self._journal_for_writing().sent(key, model, attempts, rule, run)
+                     rule: str | None = None, run: str | None = None,
+                     batch: bool = False) -> None:
+        """A paid request is about to go to its model, in a provider batch with `batch` (see
+        `rubriclab.llm.journal`)."""
+        self._journal_for_writing().sent(key, model, attempts, rule, run, batch)
 
     def journal_closed(self, key: str) -> None:
         """The request's ledger row is written."""

@@ -577,7 +577,7 @@ class LLMClient:
             raise DiskSpaceLow(disk)
         release = self._reserve_batch(model, requests, messages)
         for key, request in requests.items():
-            self._journal_sent(request, key)
+            self._journal_sent(request, key, batch=True)
         return release
 
     def _reserve_batch(self, model: str, requests: dict[str, Request],
@@ -762,7 +762,7 @@ class LLMClient:
         self._stops[model] = seen.stop
         log.error("%s", seen.stop)
 
-    def _journal_sent(self, request: Request, key: str) -> None:
+    def _journal_sent(self, request: Request, key: str, batch: bool = False) -> None:
         """Before a paid request goes out: a record that outlives a kill, so that its call is
         billed (`rubriclab.llm.journal`) even if this process never records it."""
         sent = getattr(self.cache, "journal_sent", None)
@@ -773,7 +773,7 @@ class LLMClient:
             sent(key, request.model,
                  str(attempts_path(ledger.path).absolute()) if ledger is not None else None,
                  ledger.rule if ledger is not None else None,
-                 ledger.run if ledger is not None else None)
+                 ledger.run if ledger is not None else None, batch)
         except OSError as exc:  # the call goes ahead: its ledger row will count it
             log.error("could not journal a request to %s before sending it: %s",
                       request.model, exc)

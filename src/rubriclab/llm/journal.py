@@ -5,8 +5,9 @@ Each open `SQLiteCache` that writes keeps one journal file of its own,
 `<cache stem>.answers/<host>-<pid>-<token>.jsonl` beside the database, locked (`flock`) for as
 long as it is open. One JSON object per line:
 
-- `{"t": "sent", "key", "model", "attempts", "rule", "run", "at"}`: a paid request is about to
-  go to its model (`attempts`: the stage's attempts journal, where its cost belongs);
+- `{"t": "sent", "key", "model", "attempts", "rule", "run", "at", "batch"}`: a paid request is
+  about to go to its model (`attempts`: the stage's attempts journal, where its cost belongs;
+  `batch`: it goes in a provider batch, whose answer a later run may still collect);
 - `{"t": "closed", "key"}`: the request's ledger row is written, so its attempts journal holds
   what it cost;
 - `{"t": "answer", "row": {...}}`: an answer to store, appended and fsynced before the database
@@ -81,9 +82,9 @@ class AnswerJournal:
             self._outstanding_bytes -= len(self._answers.pop(key, b""))
 
     def sent(self, key: str, model: str, attempts: str | None, rule: str | None,
-             run: str | None) -> None:
+             run: str | None, batch: bool = False) -> None:
         line = _line({"t": "sent", "key": key, "model": model, "attempts": attempts,
-                      "rule": rule, "run": run, "at": time.time()})
+                      "rule": rule, "run": run, "at": time.time(), "batch": batch})
         with self._lock:
             self._write(line, durable=False)  # a kill leaves it in the page cache
             self._sent.setdefault(key, []).append(line)

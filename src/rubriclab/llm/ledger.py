@@ -50,7 +50,8 @@ def recovered_attempt_row(sent: dict, answer: dict | None) -> dict:
     first): what its answer cost, or, with no answer, a call of unknown cost."""
     row = {column: None for column in LEDGER_COLUMNS}
     row.update(rule=sent.get("rule"), model=sent["model"], key=sent["key"], cached=False,
-               attempts=1, reasks=0, run=sent.get("run"), batch=False, latency_s=0.0,
+               attempts=1, reasks=0, run=sent.get("run"), batch=bool(sent.get("batch")),
+               latency_s=0.0,
                cache_read_tokens=0, cache_write_tokens=0, repeat_prompt_tokens=0)
     if answer is not None:
         row.update(outcome="ok", prompt_tokens=answer["prompt_tokens"],
@@ -225,12 +226,32 @@ def _earlier_attempts(current: pd.DataFrame, attempts: pd.DataFrame | None) -> p
     if attempts is None or attempts.empty:
         empty = pd.MultiIndex.from_arrays([[], []], names=["rule", "model"])
         return pd.DataFrame(columns=columns, index=empty)
-    earlier = attempts[~attempts["run"].isin(set(current["run"].dropna()))].copy()
+    earlier = _earlier_calls(current, attempts).copy()
     earlier["unknown"] = earlier["cost_usd"].isna()
     grouped = earlier.groupby(["rule", "model"], sort=True)
     return pd.DataFrame({"earlier_calls": grouped.size(),
                          "earlier_cost_usd": grouped["cost_usd"].sum(min_count=0),
                          "earlier_cost_unknown_calls": grouped["unknown"].sum().astype(int)})
+
+
+def _made(ledger: pd.DataFrame) -> pd.DataFrame:
+    """This run's requests that reached a model."""
+    return ledger[~ledger["cached"].astype(bool) & (ledger["attempts"].fillna(0) > 0)]
+
+
+def _earlier_calls(ledger: pd.DataFrame, attempts: pd.DataFrame) -> pd.DataFrame:
+    """The attempts-journal rows of runs not in `ledger`: each a call earlier runs paid for.
+    Except a batch request a killed process left as paid-unknown (journaled before its batch
+    was submitted) whose answer a later run collected from that batch: one call, counted where
+    its answer was read, at its cost."""
+    earlier = attempts[~attempts["run"].isin(set(ledger["run"].dropna()))]
+    answered: set[str] = set()
+    for rows in (_made(ledger), attempts):
+        read = rows["batch"].astype(bool) & (rows["outcome"] != PAID_UNKNOWN)
+        answered.update(rows.loc[read, "key"])
+    collected = ((earlier["outcome"] == PAID_UNKNOWN) & earlier["batch"].astype(bool)
+                 & earlier["key"].isin(answered))
+    return earlier[~collected]
 
 
 def calls_per_distinct_request(ledger: pd.DataFrame, attempts: pd.DataFrame | None = None,
@@ -239,10 +260,10 @@ def calls_per_distinct_request(ledger: pd.DataFrame, attempts: pd.DataFrame | No
     distinct requests (keys) among them: equal when no request was paid for twice.
     `skip_fake`: leave out `fake/` models, whose answers are not cached (llm.cache_fake_answers
     false), so each asking of a request is a call of its own, and costs nothing."""
-    made = ledger[~ledger["cached"].astype(bool) & (ledger["attempts"].fillna(0) > 0)]
+    made = _made(ledger)
     earlier = None
     if attempts is not None and not attempts.empty:
-        earlier = attempts[~attempts["run"].isin(set(ledger["run"].dropna()))]
+        earlier = _earlier_calls(ledger, attempts)
     if skip_fake:
         made = made[~made["model"].astype(str).str.startswith("fake/")]
         if earlier is not None:
