@@ -85,18 +85,26 @@ def test_the_requests_of_a_batch_a_killed_job_paid_for_are_on_its_bill(tmp_path,
     assert paid(server, provider) == 0  # held: the server has answered none of them yet
 
 
-def test_a_killed_jobs_batch_collected_by_the_rerun_is_one_call_on_the_bill(tmp_path, server):
-    """The killed job's five requests are on the bill as paid-unknown until the rerun reads
-    their answers from that same batch: then they are five calls at the batch's cost, not five
-    of unknown cost plus five more."""
-    provider = "openai"
+def _killed_while_its_batch_runs(tmp_path, server, provider, n):
+    """A job asking n requests in one batch, killed while the batch runs; its answer journal
+    then taken over by the next cache to open (its requests billed as paid-unknown). Returns
+    the cache folder, the job's ledger and the provider's batch API (still holding)."""
     cache_dir = tmp_path / "cache"
     ledger_path = tmp_path / "results" / "ledger" / "judge.jsonl"
     api = server.batch_apis[provider]
     api.hold = True
     kill_while_it_polls(api, _killed_job(cache_dir, ledger_path, server.url, provider,
-                                         range(5)))
-    SQLiteCache(cache_dir / "llm_cache.sqlite").close()  # takes the journal over
+                                         range(n)))
+    SQLiteCache(cache_dir / "llm_cache.sqlite").close()
+    return cache_dir, ledger_path, api
+
+
+def test_a_killed_jobs_batch_collected_by_the_rerun_is_one_call_on_the_bill(tmp_path, server):
+    """The killed job's five requests are on the bill as paid-unknown until the rerun reads
+    their answers from that same batch: then they are five calls at the batch's cost, not five
+    of unknown cost plus five more."""
+    provider = "openai"
+    cache_dir, ledger_path, api = _killed_while_its_batch_runs(tmp_path, server, provider, 5)
     before = summarize(read_ledgers([ledger_path]), read_earlier_attempts([ledger_path]))
     assert (before["earlier_calls"].sum(), before["earlier_cost_unknown_calls"].sum()) == (5, 5)
 
@@ -119,13 +127,7 @@ def test_a_killed_jobs_batch_that_is_gone_stays_on_the_bill_beside_the_calls_aft
     pays ordinary calls instead (batch_fallback: call), that batch may have been answered and
     billed too: its paid-unknown rows still count."""
     provider = "openai"
-    cache_dir = tmp_path / "cache"
-    ledger_path = tmp_path / "results" / "ledger" / "judge.jsonl"
-    api = server.batch_apis[provider]
-    api.hold = True
-    kill_while_it_polls(api, _killed_job(cache_dir, ledger_path, server.url, provider,
-                                         range(3)))
-    SQLiteCache(cache_dir / "llm_cache.sqlite").close()
+    cache_dir, ledger_path, api = _killed_while_its_batch_runs(tmp_path, server, provider, 3)
     api.batches.clear()  # deleted, or past the provider's retention
     cfg = config(cache_dir, server.url, provider, batch_fallback="call")
     with LLMClient(cfg, ledger=Ledger(ledger_path, "judge")) as client:
