@@ -119,3 +119,22 @@ def test_bad_decisions_are_named():
         gate_agreement(decisions().assign(accepted="maybe"), [A, B])
     with pytest.raises(ValueError, match="'reads_verdicts' holds non-boolean"):
         gate_agreement(decisions().assign(reads_verdicts=""), [A, B])
+
+
+def test_a_dataset_only_the_main_judge_judged_is_refused_and_named_as_not_covered():
+    """carry.all_judges_on [recon]: on summedits the main judge judges alone. Its decisions
+    would agree with themselves, so they are refused; the markdown says what it covers."""
+    recon = decisions()
+    summedits = recon[recon["judge"] == B].assign(dataset="summedits")
+    with pytest.raises(ValueError, match=r"dataset 'summedits' has no decisions of judge\(s\) "
+                                         r"\['judge/a'\]"):
+        gate_agreement(pd.concat([recon, summedits]), [A, B])
+    agreement, _ = gate_agreement(recon, [A, B])
+    markdown = agreement_markdown(agreement, [A, B], main_judge_only=["summedits", "ragtruth"])
+    assert ("Covers recon: the datasets every judge judged (carry.all_judges_on). Not covered: "
+            "summedits, ragtruth, judged by the main judge alone") in markdown
+    assert "summedits:" not in markdown and "recon: 6 changes counted" in markdown
+    assert "Covers recon: the datasets every judge judged (carry.all_judges_on).\n" in \
+        agreement_markdown(agreement, [A, B])
+    with pytest.raises(ValueError, match=r"\['recon'\] are both covered"):
+        agreement_markdown(agreement, [A, B], main_judge_only=["recon"])

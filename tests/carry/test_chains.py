@@ -3,7 +3,8 @@ import copy
 import pandas as pd
 import pytest
 
-from rubriclab.carry.chains import check_chain_config, paper_chain_rows, planned_chains
+from rubriclab.carry.chains import (DATASETS, agreement_datasets, check_chain_config,
+                                    paper_chain_rows, planned_chains, planned_judges)
 from rubriclab.config import ConfigError, load_yaml, validate_config
 
 
@@ -92,3 +93,20 @@ def test_paper_chain_rows_keep_the_starts_and_the_listed_chains():
     assert list(paper_chain_rows(frame, None)["value"]) == [1, 2, 3, 4, 5]
     with pytest.raises(ValueError, match="paper_chains is empty"):
         paper_chain_rows(frame, [])
+
+
+def test_the_other_judges_judge_only_the_datasets_of_all_judges_on():
+    """carry.all_judges_on [recon] (the default): every judge on Recon, the main judge alone
+    elsewhere; the agreement table covers only the datasets every judge judges."""
+    judges = planned_judges(DATASETS, ["main", "other"], "main", ["recon"])
+    assert judges == {"recon": ["main", "other"], "summedits": ["main"], "ragtruth": ["main"]}
+    assert agreement_datasets(judges, ["main", "other"]) == ["recon"]
+    every = planned_judges(DATASETS, ["main", "other"], "main", list(DATASETS))
+    assert all(on == ["main", "other"] for on in every.values())
+    assert agreement_datasets(every, ["main", "other"]) == list(DATASETS)
+    # the main judge alone judges every dataset, and the table covers them all
+    alone = planned_judges(DATASETS, ["main"], "main", ["recon"])
+    assert alone == {d: ["main"] for d in DATASETS}
+    assert agreement_datasets(alone, ["main"]) == list(DATASETS)
+    with pytest.raises(ValueError, match="the main judge 'x' is not among the judges"):
+        planned_judges(DATASETS, ["main"], "x", ["recon"])

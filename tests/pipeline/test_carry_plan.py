@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from rubriclab.files import model_slug
+
 pytestmark = pytest.mark.pipeline
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,9 +61,8 @@ def test_the_main_reviser_must_be_among_the_revisers(tmp_path):
     assert "config key 'models.revisers'" in result.stderr + result.stdout
 
 
-def test_the_gate_agreement_table_reads_every_judges_decisions(tmp_path):
+def agreement_inputs(tmp_path: Path, carry: str) -> list[str]:
     models = "{'judge': 'fake/hash', 'generator': 'fake/hash', 'reviser': 'fake/hash'}"
-    carry = "{'judges': ['fake/hash', 'fake/hash?salt=b']}"
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
          "-n", "-p", "--configfile", str(REPO / "config" / "config.yaml"),
@@ -71,6 +72,44 @@ def test_the_gate_agreement_table_reads_every_judges_decisions(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     block = result.stdout.split("rule carry_gate_agreement:", 1)[1].split("\n\n", 1)[0]
     inputs = block.split("input:", 1)[1].split("\n", 1)[0]
-    decisions = [p for p in inputs.split(", ") if p.strip().endswith("decisions.csv")]
+    return [p.strip() for p in inputs.split(", ") if p.strip().endswith("decisions.csv")]
+
+
+def test_the_gate_agreement_table_reads_every_judges_decisions(tmp_path):
+    # carry.all_judges_on [recon] (the default): recon x two judges; the main judge's
+    # summedits and ragtruth decisions would agree with themselves, so they are not read
+    decisions = agreement_inputs(tmp_path, "{'judges': ['fake/hash', 'fake/hash?salt=b']}")
+    assert sorted(p.split("/")[3] for p in decisions) == ["recon", "recon"], decisions
     # three datasets x two judges
-    assert len(decisions) == 6, block
+    decisions = agreement_inputs(tmp_path, "{'judges': ['fake/hash', 'fake/hash?salt=b'], "
+                                           "'all_judges_on': ['recon', 'summedits', 'ragtruth']}")
+    assert len(decisions) == 6, decisions
+    # one judge: it judges every dataset, and the table covers them all
+    assert len(agreement_inputs(tmp_path, "{'judges': ['fake/hash']}")) == 3
+
+
+def judged(tmp_path: Path, carry: str) -> set[tuple[str, str]]:
+    """(dataset, judge slug) of every carry_judge job a dry run of the carry outputs plans."""
+    models = "{'judge': 'fake/hash', 'generator': 'fake/hash', 'reviser': 'fake/hash'}"
+    result = dry_run(tmp_path, models, "results/carry/rates.csv", "figures/verdicts.html",
+                     "figures/carry/table_gate_agreement.md", "figures/cost_report.md",
+                     carry=carry)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = set()
+    for block in result.stdout.split("rule carry_judge:")[1:]:
+        wildcards = block.split("wildcards: ", 1)[1].split("\n", 1)[0]
+        named = dict(part.split("=", 1) for part in wildcards.split(", "))
+        found.add((named["cdataset"], named["judge"]))
+    return found
+
+
+def test_the_other_judges_judge_only_the_datasets_of_all_judges_on(tmp_path):
+    """Only Recon by default (Figure 1b and Table 2 read the three judges there); the main
+    judge judges every dataset. Opting in adds the other judge's summedits and ragtruth jobs."""
+    main, other = model_slug("fake/hash"), model_slug("fake/hash?salt=b")
+    default = judged(tmp_path, "{'judges': ['fake/hash', 'fake/hash?salt=b']}")
+    assert default == {("recon", main), ("summedits", main), ("ragtruth", main),
+                       ("recon", other)}
+    every = judged(tmp_path, "{'judges': ['fake/hash', 'fake/hash?salt=b'], "
+                             "'all_judges_on': ['recon', 'summedits', 'ragtruth']}")
+    assert every == {(d, j) for d in ("recon", "summedits", "ragtruth") for j in (main, other)}

@@ -253,7 +253,9 @@ rule carry_failing_checks:
 rule carry_gate_agreement:
     input:
         decisions=[
-            f for d in CARRY_DATASETS for f in carry_judge_files(d, "decisions.csv")
+            f
+            for d in AGREEMENT_DATASETS
+            for f in carry_judge_files(d, "decisions.csv")
         ],
     output:
         md=report_item(
@@ -273,6 +275,8 @@ rule carry_gate_agreement:
         **SMALL_JOB,
     params:
         judges=CARRY_JUDGES,
+        # the datasets the main judge judges alone (not in carry.all_judges_on): not covered
+        main_judge_only=[d for d in CARRY_DATASETS if d not in AGREEMENT_DATASETS],
         code=CARRY_CODE,
         models=CARRY_MODELS,
         labels=labels_of(CARRY_MODELS),

@@ -175,7 +175,9 @@ rule verdict_browser:
         fig2_datasets=FIG2_DATASETS,
         verify_datasets=DATASETS,
         carry=[
-            (d, JUDGE_BY_SLUG[slug]) for d in CARRY_DATASETS for slug in JUDGE_BY_SLUG
+            (d, JUDGE_BY_SLUG[slug])
+            for d in CARRY_DATASETS
+            for slug in carry_judges_on(d)
         ],
         carry_datasets=CARRY_DATASETS,
         transfer=transfer_response_files(),

@@ -16,8 +16,9 @@ judges = params.judges
 agreement, splits = gate_agreement(decisions, judges)
 agreement.to_csv(outputs.csv, index=False)
 splits.to_csv(outputs.splits, index=False)
-Path(outputs.md).write_text(agreement_markdown(agreement, judges, labels=labels),
-                            encoding="utf-8")
+Path(outputs.md).write_text(
+    agreement_markdown(agreement, judges, main_judge_only=params.main_judge_only, labels=labels),
+    encoding="utf-8")
 record_job(outputs.provenance, [outputs.md, outputs.csv, outputs.splits], snakemake.config,
            params.models, labels, agreement, sizes={"changes": int(agreement["changes"].sum()),
                   "left_out_origin": int(agreement["origin"].sum()),

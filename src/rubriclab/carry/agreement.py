@@ -18,6 +18,11 @@ decided the same way when every judge's replay reached it and all of them accept
 all refused it; a change only some replays reached (an earlier decision differed, so the
 rubric it applies to differs) is a split.
 
+Every judge must have judged every dataset of the decisions: a dataset only some judges
+judged (carry.all_judges_on leaves it to the main judge) would count as agreed for want of a
+second opinion, so it is refused, and the markdown names the datasets it covers and those the
+main judge judged alone.
+
 Output: per dataset, chain and gate (every one replayed, a chain without any change too:
 share NaN) the number of changes counted, how many every judge decided the same way, their
 share and the changes left out (origin, no_evidence); and the list of split changes with
@@ -63,6 +68,12 @@ def gate_agreement(decisions: pd.DataFrame, judges: Sequence[str],
     unknown = sorted(set(decisions["judge"]) - set(judges))
     if unknown:
         raise ValueError(f"decisions: judge(s) {unknown} are not among {list(judges)}")
+    for dataset, rows in decisions.groupby("dataset", sort=False):
+        missing = [j for j in judges if j not in set(rows["judge"])]
+        if missing:
+            raise ValueError(f"decisions: dataset {dataset!r} has no decisions of judge(s) "
+                             f"{missing}; the agreement covers only datasets every judge "
+                             "judged (carry.all_judges_on)")
     replayed = decisions[decisions["gate"].isin(gates)].copy()
     for column in ("mode", "check_id", "text", "reviser", "left_out"):
         replayed[column] = replayed[column].fillna("").astype(str)
@@ -112,13 +123,26 @@ def gate_agreement(decisions: pd.DataFrame, judges: Sequence[str],
 
 
 @with_labels
-def agreement_markdown(agreement: pd.DataFrame, judges: Sequence[str]) -> str:
+def agreement_markdown(agreement: pd.DataFrame, judges: Sequence[str],
+                       main_judge_only: Sequence[str] = ()) -> str:
     """Per dataset a chain x gate table: share of the changes that read the judge's verdicts
-    that every judge decides the same way; the caption counts what was left out and why."""
+    that every judge decides the same way; the caption counts what was left out and why.
+    Its first line names the datasets it covers and `main_judge_only`, those the main judge
+    judged alone (not in carry.all_judges_on), which it cannot cover."""
     labels = current_labels()
-    lines = ["# carry: gate decisions under every judge", ""]
+    covered = list(dict.fromkeys(agreement["dataset"]))
+    both = sorted(set(covered) & set(main_judge_only))
+    if both:
+        raise ValueError(f"gate agreement: dataset(s) {both} are both covered and judged by the "
+                         "main judge alone")
+    lines = ["# carry: gate decisions under every judge", "",
+             f"Covers {', '.join(covered) if covered else 'no dataset'}: the datasets every "
+             "judge judged (carry.all_judges_on)."
+             + (f" Not covered: {', '.join(main_judge_only)}, judged by the main judge alone "
+                "(list them in carry.all_judges_on to compare the judges there)."
+                if main_judge_only else ""), ""]
     shown = agreement[~agreement["gate"].isin(ORIGIN_ONLY)]
-    for dataset in dict.fromkeys(agreement["dataset"]):
+    for dataset in covered:
         part = shown[shown["dataset"] == dataset]
         gates = [g for g in GATES if g in set(part["gate"])]
         cells: Mapping = {(r.reviser, r.source, r.mode, r.seed, r.gate):

@@ -5,6 +5,10 @@ models.revisers runs; `main_reviser_chains` those only the main reviser (models.
 Each runs once per seed of `carry.chains.seeds`. The paper's chains of a dataset are its
 `chains` x revisers x seeds: carry Figures 5b and 6 and Table 2 show those, the supplements the
 rest (docs/replication.md, "Revisers").
+
+Which judges judge each dataset (`planned_judges`): every judge of carry.judges on the datasets
+of `carry.all_judges_on`, the main judge alone elsewhere; the gate agreement table covers the
+datasets every judge judges (`agreement_datasets`).
 """
 
 from __future__ import annotations
@@ -67,6 +71,24 @@ def planned_chains(plan: Mapping, seeds: Sequence[int], revisers: Sequence[str],
             entries += list(plan.get("main_reviser_chains", []))
         planned += [(reviser, *split_chain(entry), seed) for entry in entries for seed in seeds]
     return planned
+
+
+def planned_judges(datasets: Sequence[str], judges: Sequence[str], main_judge: str,
+                   all_judges_on: Sequence[str]) -> dict[str, list[str]]:
+    """The judges of each carry dataset: every judge of carry.judges on the datasets of
+    carry.all_judges_on (Recon by default: Figure 1b and Table 2 read them), the main judge
+    models.judge alone elsewhere (Table 3 and Figures 3-6 read only it)."""
+    if main_judge not in judges:
+        raise ValueError(f"the main judge {main_judge!r} is not among the judges {list(judges)}")
+    return {dataset: list(judges) if dataset in all_judges_on else [main_judge]
+            for dataset in datasets}
+
+
+def agreement_datasets(judges_on: Mapping[str, Sequence[str]],
+                       judges: Sequence[str]) -> list[str]:
+    """The datasets the gate agreement table covers (`judges_on`: planned_judges): those every
+    judge judges, all of them when carry.judges holds the main judge alone."""
+    return [dataset for dataset, on in judges_on.items() if set(on) == set(judges)]
 
 
 def paper_chain_rows(frame: pd.DataFrame, paper_chains: Sequence[str] | None) -> pd.DataFrame:
