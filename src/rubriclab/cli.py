@@ -12,6 +12,10 @@ methods on your own tables.
                                     (stats and export open the cache read-only and create none)
     rubriclab plan [--configfile F ...] [--config K=V ...] [--data-mirror DIR]
                                     requests, tokens, dollars and hours of a run, before it
+    rubriclab preflight [--configfile F ...] [--config K=V ...]
+                                    each remote model of the config looked up, for free, on
+                                    its provider's models endpoint: known, not retired, the
+                                    key taken, the batch API reached (exit 1 if any refused)
     rubriclab attribute VERDICTS LABELS      Shapley credit, blame and unique catches per check
     rubriclab gate REVISION VERDICTS LABELS  each gate's decision on a proposed revision
     rubriclab correct JUDGED LABELED         the judge's pass rate corrected for its errors
@@ -93,6 +97,13 @@ def main(argv: list[str] | None = None) -> int:
 
     plan.add_arguments(commands.add_parser("plan", help="a run's requests, tokens, dollars "
                                            "and hours, before any model call"))
+    preflight = commands.add_parser(
+        "preflight", help="each remote model looked up on its provider's models endpoint, "
+                          "for free: known, not retired, key taken, batch API reached")
+    preflight.add_argument("--configfile", nargs="+", type=Path, default=[],
+                           help="config file(s), as for snakemake (default: config/config.yaml)")
+    preflight.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                           help="overrides, as for snakemake --config")
     from rubriclab.methods import cli as methods_cli
 
     methods_cli.add_commands(commands)
@@ -106,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         from rubriclab.plan.report import write_plan
 
         return plan.run(args, write_plan)
+    if args.group == "preflight":
+        return _preflight(args)
 
     if args.action == "keygen":
         from rubriclab.llm.signing import generate_key
@@ -181,6 +194,43 @@ def main(argv: list[str] | None = None) -> int:
                 what = "the rest was not imported"
             print(f"rubriclab: {exc}; {what}", file=sys.stderr)
             return 1
+    return 0
+
+
+def _preflight(args: argparse.Namespace) -> int:
+    """`rubriclab preflight`: one line per remote model; 0 if none is refused, 1 if one is,
+    2 for a config that cannot be read."""
+    from snakemake_interface_common.exceptions import WorkflowError
+
+    from rubriclab.config import pipeline_config
+    from rubriclab.llm.preflight import preflight
+    from rubriclab.validate import configured_models, remote_models, run_horizon
+
+    import yaml
+
+    try:
+        config = pipeline_config(list(args.configfile), list(args.config))
+        llm = LLMConfig.from_dict(config.get("llm"), cache_dir=config.get("cache_dir"))
+    except (ValueError, yaml.YAMLError, WorkflowError) as exc:
+        print(f"rubriclab preflight: {exc}", file=sys.stderr)
+        return 2
+    named = configured_models(config)
+    remote = remote_models(config)
+    hours, _ = run_horizon(config)
+    verdicts = preflight({m: llm.settings_for(m) for m in remote}, horizon_hours=hours)
+    for verdict in verdicts:
+        print(verdict.line(remote[verdict.model]))
+    refused = [v for v in verdicts if v.refused]
+    looked = sum(v.requests for v in verdicts)
+    skipped = len(named) - len(remote)
+    print(f"{len(verdicts)} remote models, {looked} free requests (no paid one); "
+          f"{len(refused)} refused" + (f"; {skipped} fake/ or local/ models not looked up"
+                                       if skipped else ""))
+    if refused:
+        print("rubriclab preflight: refused " + ", ".join(repr(v.model) for v in refused)
+              + ": change each in the config key named beside it (or its llm.per_model "
+              "settings) as its line says", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -100,6 +100,62 @@ def apply_env_overrides(config: dict[str, Any], environ: dict[str, str] | None =
     return updated
 
 
+def config_overrides(entries: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """--config KEY=VALUE arguments as Snakemake reads them: its own parser
+    (snakemake.cli.parse_config: an int, a float, True/False, else YAML read with BaseLoader,
+    nested values staying strings; KEY= is null). ConfigError for an argument it refuses."""
+    from snakemake.cli import parse_config
+
+    try:
+        return parse_config(list(entries))
+    except ValueError as exc:
+        raise ConfigError(f"--config takes KEY=VALUE (KEY an identifier), got "
+                          f"{' '.join(map(repr, entries))}: {exc}") from None
+
+
+def merge_config(into: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """`update` merged into `into` (and returned), nested mappings key by key, as Snakemake
+    merges config files and --config (snakemake.utils.update_config)."""
+    from snakemake.utils import update_config
+
+    update_config(into, update)
+    return into
+
+
+def merged_config(configfiles: list[str | Path] | tuple[str | Path, ...],
+                  config_args: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """The config files read and merged in order as Snakemake reads and merges them
+    (snakemake.common.configfile.load_configfile, update_config), the --config arguments
+    (`config_overrides`) on top; nothing validated. ConfigError for a missing file."""
+    from snakemake.common.configfile import load_configfile
+
+    merged: dict[str, Any] = {}
+    for path in configfiles:
+        if not Path(path).is_file():
+            raise ConfigError(f"no config file {path}")
+        merge_config(merged, load_configfile(Path(path)))
+    return merge_config(merged, config_overrides(config_args))
+
+
+def pipeline_config(configfiles: list[str | Path], config_args: list[str]) -> dict[str, Any]:
+    """The config a run with these --configfile and --config arguments would use: the named
+    files (config/config.yaml where none is named, as the Snakefile reads it) merged in order,
+    --config on top (`merged_config`), the environment variables that stand in for config
+    keys, then the schema's checks and defaults, as workflow/rules/common.smk does.
+    ConfigError for a config that is not valid."""
+    from .schema_doc import schema_path
+    from .validate import coerce_command_line, raise_if, unknown_keys
+
+    files = configfiles or [schema_path().parents[2] / "config" / "config.yaml"]
+    merged = merged_config(files)
+    command_line = config_overrides(config_args)
+    merge_config(merged, command_line)
+    schema = load_yaml(schema_path())
+    given = coerce_command_line(apply_env_overrides(merged), command_line, schema)
+    raise_if(unknown_keys(given, schema), "invalid configuration")
+    return validate_config(given, schema)
+
+
 def write_effective_config(config: dict[str, Any], path: str | Path) -> None:
     """The validated config, as YAML, with a header saying what it is."""
     with open(path, "w", encoding="utf-8") as fh:

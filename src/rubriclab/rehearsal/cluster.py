@@ -36,7 +36,8 @@ from typing import Any
 import yaml
 
 from .run import (PLACEHOLDER_KEYS, REPO, THINKING_BY_DEFAULT, RehearsalFailed, expected_sizes,
-                  ledger_summary, measured_sizes, merged_config, overlay, snakemake_command)
+                  ledger_summary, measured_sizes, merged_config, overlay, serve_models_of,
+                  snakemake_command)
 from .server import FaultMix, ReasoningModel, RehearsalServer
 
 PROFILE = REPO / "profiles" / "cluster-generic"
@@ -71,6 +72,7 @@ def _command(configfiles: list[Path], workdir: Path, server: RehearsalServer, co
              data_mirror: str, hosts: bool, targets: tuple[str, ...] = ()) -> list[str]:
     workdir.mkdir(parents=True, exist_ok=True)
     config = merged_config(configfiles)
+    serve_models_of(server, config)  # for the preflight of the checks before the first job
     layer = overlay(config, server.url, workdir, data_mirror)
     for settings in layer["llm"]["per_model"].values():
         # The server here never hangs (no faults): a client that gave up on a slow answer on

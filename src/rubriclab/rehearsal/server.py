@@ -17,6 +17,21 @@ below max_tokens, as its API does). Anthropic's prompt cache is played too: a pr
 with cache_control, at least `min_cacheable_tokens` long, is written on
 first sight and read afterwards, and the usage says so (cache_creation_input_tokens,
 cache_read_input_tokens). It binds 127.0.0.1 only.
+
+It answers the free GET requests a preflight makes (rubriclab.llm.preflight), in each provider's
+wire format, from a `ModelCatalog` (default: every model served, any key taken):
+
+    GET /v1/models/{id}, /v1/models       OpenAI's retrieve and list (xAI's, DeepSeek's,
+                                          Nebius's and Z.ai's lists take the same form);
+                                          Anthropic's when asked with anthropic-version
+    GET /v1beta/models/{id}, /v1beta/models   Gemini's models.get and models.list
+    GET /api/v1/models, /api/v1/key (and /v1/key)   OpenRouter's public list and key check
+
+and the batch list endpoints (rubriclab.rehearsal.batches). A retired model answers as the
+provider's API does once it is gone (404), and lists carry its date where the provider's format
+has one (OpenAI's `shutdown_date`, OpenRouter's `expiration_date`); with `keys`, a request with
+any other key is refused as the provider refuses one (401; Google: 400 API_KEY_INVALID). These
+GETs are counted apart from the paid requests (`free_requests` in /stats).
 """
 
 from __future__ import annotations
@@ -24,12 +39,15 @@ from __future__ import annotations
 import json
 import random
 import re
+import datetime as dt
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from rubriclab.llm.tokens import prompt_tokens as prompt_tokens_of
 
@@ -81,6 +99,50 @@ class ReasoningModel:
     default_thinking: int = 384
 
 
+@dataclass(frozen=True)
+class ModelCatalog:
+    """What the models endpoints say, by model id as the provider names it (the model string
+    without litellm's prefix: "gpt-5", "qwen/qwq-32b").
+
+    `served`: the models served; None: every model asked for by itself (a retrieve) is served,
+    and the lists (which cannot name every model) name the retired ones only. `retired`: model
+    id -> the date it retires (YYYY-MM-DD): once passed, the model is gone (404); lists keep it
+    with the date where the format has one. `unknown`: models no endpoint knows. `keys`: the
+    keys taken (None: any key, or none). `today`: the day the dates are judged on (None: the
+    wall clock's, UTC), so that a test's dates mean the same on any day it runs."""
+
+    served: frozenset[str] | None = None
+    retired: Mapping[str, str] = field(default_factory=dict)
+    unknown: frozenset[str] = frozenset()
+    keys: frozenset[str] | None = None
+    today: dt.date | None = None
+
+    @classmethod
+    def of(cls, served: Iterable[str] | None = None, *, retired: Mapping[str, str] | None = None,
+           unknown: Iterable[str] = (), keys: Iterable[str] | None = None,
+           today: dt.date | None = None) -> ModelCatalog:
+        return cls(None if served is None else frozenset(served), dict(retired or {}),
+                   frozenset(unknown), None if keys is None else frozenset(keys), today)
+
+    def day(self) -> dt.date:
+        return self.today or dt.datetime.now(dt.timezone.utc).date()
+
+    def status(self, model: str, today: dt.date | None = None) -> str:
+        """"served", "retired" (its date has passed) or "unknown". A date that has passed
+        reads as retired; otherwise a model `served` does not name is unknown, dated or not."""
+        today = today or self.day()
+        if model in self.unknown:
+            return "unknown"
+        if model in self.retired and dt.date.fromisoformat(self.retired[model]) <= today:
+            return "retired"
+        if self.served is not None and model not in self.served:
+            return "unknown"
+        return "served"
+
+    def listed(self) -> list[str]:
+        return sorted((set(self.served or ()) | set(self.retired)) - self.unknown)
+
+
 @dataclass
 class Stats:
     requests: Counter = field(default_factory=Counter)   # by wire format
@@ -88,13 +150,18 @@ class Stats:
     formats: Counter = field(default_factory=Counter)    # by inferred response format
     batch_rows: Counter = field(default_factory=Counter)  # of requests: answered in a batch
     cut_off: int = 0
+    # GET requests, which no provider bills (models lookups and lists, key checks, batch lists
+    # and polls), by kind; never counted among `requests`
+    free: Counter = field(default_factory=Counter)
+    refused_keys: int = 0  # requests refused for their key
 
 
 class RehearsalServer:
     def __init__(self, *, faults: FaultMix = FaultMix(), seed: int = 0,
                  reasoning: dict[str, ReasoningModel] | None = None, port: int = 0,
-                 min_cacheable_tokens: int = 1024):
+                 min_cacheable_tokens: int = 1024, models: ModelCatalog | None = None):
         self.faults = faults
+        self.models = models or ModelCatalog()
         self.batches = OpenAIBatches(self.handle)
         self.gemini_batches = GeminiBatches(self.handle)
         self.anthropic_batches = AnthropicBatches(self.handle)
@@ -136,7 +203,17 @@ class RehearsalServer:
                 api = server.batch_api(self.path)
                 if self.path == "/stats":
                     self.reply(200, server.stats_dict())
+                    return
+                refused = server.refuse_key(self.path, self.headers)
+                if refused is not None:
+                    self.reply(*refused)
+                    return
+                free = server.free_get(self.path, self.headers)
+                if free is not None:
+                    self.reply(*free)
                 elif api is not None:
+                    with server._lock:
+                        server.stats.free["batches"] += 1
                     fault = server.poll_fault(api)
                     if fault == "hang":  # the client has given up by now
                         self.close_connection = True
@@ -149,6 +226,10 @@ class RehearsalServer:
                 self.note_headers()
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
+                refused = server.refuse_key(self.path, self.headers)
+                if refused is not None:
+                    self.reply(*refused)
+                    return
                 api = server.batch_api(self.path)
                 if api is not None:
                     self.reply(*api.post(self.path, self.headers, raw))
@@ -211,7 +292,108 @@ class RehearsalServer:
                                     for name, api in self.batch_apis.items()},
                     "answers": sum(self._answered.values()),
                     "distinct_requests": len(self._answered),
+                    "free_requests": dict(self.stats.free),
+                    "refused_keys": self.stats.refused_keys,
                     "fault_mix": asdict(self.faults)}
+
+    # --- the free GETs of a preflight -----------------------------------------------------
+
+    def refuse_key(self, path: str, headers: Any) -> tuple[int, dict, dict] | None:
+        """The provider's refusal of a request whose key is not among `models.keys`."""
+        keys = self.models.keys
+        if keys is None or urlsplit(path).path == "/api/v1/models":  # OpenRouter's is public
+            return None
+        wire = _wire_of_get(path, headers)
+        if _presented_key(path, headers) in keys:
+            return None
+        with self._lock:
+            self.stats.refused_keys += 1
+        if wire == "gemini":  # Google answers an unknown key with 400, not 401
+            return 400, {"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                   "message": "API key not valid. Please pass a valid API key.",
+                                   "details": [{"@type": "type.googleapis.com/google.rpc."
+                                                         "ErrorInfo",
+                                                "reason": "API_KEY_INVALID",
+                                                "domain": "googleapis.com"}]}}, {}
+        if wire == "anthropic":
+            return 401, {"type": "error", "error": {"type": "authentication_error",
+                                                    "message": "invalid x-api-key"}}, {}
+        return 401, {"error": {"message": "Incorrect API key provided.",
+                               "type": "invalid_request_error", "param": None,
+                               "code": "invalid_api_key"}}, {}
+
+    def free_get(self, path: str, headers: Any) -> tuple[int, dict, dict] | None:
+        """A models lookup or list, or OpenRouter's key check, in the provider's format; None
+        for any other path."""
+        route = unquote(urlsplit(path).path).rstrip("/")
+        wire = _wire_of_get(path, headers)
+        if route in ("/api/v1/key", "/v1/key", "/key"):
+            with self._lock:
+                self.stats.free["key"] += 1
+            return 200, {"data": {"label": "rehearsal", "limit": None, "usage": 0,
+                                  "is_free_tier": False}}, {}
+        today = self.models.day()
+        for prefix in ("/v1beta/models", "/api/v1/models", "/v1/models", "/models",
+                       "/api/paas/v4/models"):
+            if route == prefix:
+                with self._lock:
+                    self.stats.free["models_list"] += 1
+                return 200, self._model_list(prefix, wire, today), {}
+            if route.startswith(prefix + "/"):
+                model = route[len(prefix) + 1:]
+                with self._lock:
+                    self.stats.free["model"] += 1
+                return self._model(model, prefix, wire, today)
+        return None
+
+    def _model(self, model: str, prefix: str, wire: str,
+               today: dt.date) -> tuple[int, dict, dict]:
+        status = self.models.status(model, today)
+        if status != "served":
+            why = (f"The model `{model}` has been retired" if status == "retired"
+                   else f"The model `{model}` does not exist or you do not have access to it.")
+            if wire == "anthropic":
+                return 404, {"type": "error", "error": {"type": "not_found_error",
+                                                        "message": f"model: {model}"}}, {}
+            if wire == "gemini":
+                return 404, {"error": {"code": 404, "status": "NOT_FOUND",
+                                       "message": f"models/{model} is not found for API "
+                                                  "version v1beta"}}, {}
+            return 404, {"error": {"message": why, "type": "invalid_request_error",
+                                   "param": None, "code": "model_not_found"}}, {}
+        return 200, self._entry(model, prefix, wire), {}
+
+    def _entry(self, model: str, prefix: str, wire: str) -> dict:
+        date = self.models.retired.get(model)
+        if wire == "gemini":
+            return {"name": f"models/{model}", "baseModelId": model, "version": "001",
+                    "displayName": model, "inputTokenLimit": 1048576,
+                    "outputTokenLimit": 65536,
+                    "supportedGenerationMethods": ["generateContent", "countTokens",
+                                                   "batchGenerateContent"]}
+        if wire == "anthropic":
+            return {"type": "model", "id": model, "display_name": model,
+                    "created_at": "2025-01-01T00:00:00Z",
+                    "capabilities": {"batch": {"supported": True}}}
+        if prefix == "/api/v1/models":  # OpenRouter's
+            return {"id": model, "canonical_slug": model, "name": model, "created": 0,
+                    "context_length": 131072, "pricing": {"prompt": "0", "completion": "0"},
+                    "expiration_date": date}
+        return {"id": model, "object": "model", "created": 0, "owned_by": "rehearsal",
+                "shutdown_date": date}
+
+    def _model_list(self, prefix: str, wire: str, today: dt.date) -> dict:
+        names = [m for m in self.models.listed() if self.models.status(m, today) != "unknown"]
+        if wire in ("gemini", "anthropic"):  # their formats carry no date: gone is gone
+            names = [m for m in names if self.models.status(m, today) == "served"]
+        entries = [self._entry(m, prefix, wire) for m in names]
+        if wire == "gemini":
+            return {"models": entries}
+        if wire == "anthropic":
+            return {"data": entries, "has_more": False,
+                    "first_id": names[0] if names else None,
+                    "last_id": names[-1] if names else None}
+        return {"object": "list", "data": entries}
 
     def batch_api(self, path: str) -> OpenAIBatches | GeminiBatches | AnthropicBatches | None:
         return next((api for api in self.batch_apis.values() if api.serves(path)), None)
@@ -344,6 +526,28 @@ class RehearsalServer:
 
 
 # --- wire formats ---------------------------------------------------------------------------
+
+def _wire_of_get(path: str, headers: Any) -> str:
+    """The provider whose format a request (a GET above all) is answered in: Anthropic's when
+    it says anthropic-version, Google's under /v1beta, else OpenAI's."""
+    route = urlsplit(path).path
+    if headers.get("anthropic-version") or "/v1/messages" in route:
+        return "anthropic"
+    if route.startswith(("/v1beta", "/upload/v1beta", "/download/v1beta")):
+        return "gemini"
+    return "openai"
+
+
+def _presented_key(path: str, headers: Any) -> str | None:
+    """The key a request carries: Bearer, x-api-key, x-goog-api-key or Google's ?key=."""
+    bearer = headers.get("Authorization") or ""
+    if bearer.lower().startswith("bearer "):
+        return bearer[7:].strip()
+    for name in ("x-api-key", "x-goog-api-key"):
+        if headers.get(name):
+            return headers.get(name)
+    return (parse_qs(urlsplit(path).query).get("key") or [None])[0]
+
 
 def _wire(path: str) -> str | None:
     path = path.split("?", 1)[0]
