@@ -159,7 +159,7 @@ def test_a_budget_given_on_the_command_line_reaches_the_model_layer(repo, schema
     llm = LLMConfig.from_dict(validate_config(coerce_command_line(config, command_line, schema),
                                               schema)["llm"])
     assert llm.budget_usd == 5.0
-    assert llm.settings_for("gemini/gemini-2.5-flash").requests_per_minute == 2000
+    assert llm.settings_for("gemini/gemini-3.8-flash").requests_per_minute == 2000
 
 
 @pytest.mark.parametrize("fault, billed_as_worst_case", [("500", False), ("429", False),

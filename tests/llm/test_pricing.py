@@ -175,6 +175,13 @@ def test_claude_thinks_only_when_given_an_effort(effort, cap):
     assert thinking_cap(asked(SONNET, effort, reasoning_tokens=8192)) == cap
 
 
+@pytest.mark.parametrize("model", ["anthropic/claude-opus-5", "anthropic/claude-sonnet-5"])
+def test_claude_5_thinks_by_default_within_its_room(model):
+    assert thinking_cap(asked(model, reasoning_tokens=2048)) == 2048
+    assert thinking_cap(asked(model, "low", reasoning_tokens=2048)) == 1024
+    assert thinking_cap(asked("anthropic/claude-sonnet-4-6", reasoning_tokens=2048)) == 0
+
+
 def test_models_without_a_budget_think_at_most_their_room_and_within_the_whole_budget():
     assert thinking_cap(asked("openai/gpt-5", "medium", reasoning_tokens=8192)) == 8192
     assert thinking_cap(asked("xai/grok-4", reasoning_tokens=4096)) == 4096

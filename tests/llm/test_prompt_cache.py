@@ -20,6 +20,8 @@ def judge(model, item, check, system="You are a strict judge.\n"):
     ("anthropic/claude-opus-4-1-20250805", 1024),
     ("anthropic/claude-haiku-4-5-20251001", 4096),
     ("anthropic/claude-opus-4-5-20251101", 4096),
+    ("anthropic/claude-sonnet-4-6", 2048),
+    ("anthropic/claude-opus-5", 512),
     ("anthropic/claude-3-5-haiku-20241022", 2048),
     ("anthropic/claude-3-haiku-20240307", 2048),
     ("openai/gpt-4o-mini-2024-07-18", None),   # caches on its own

@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pytest
 
+from rubriclab.llm.ledger import PAID_UNKNOWN
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.plan import speed as speed_module
 from rubriclab.plan.report import plan_markdown, plan_table
@@ -49,9 +50,14 @@ def test_too_few_calls_measure_nothing():
 
 def test_only_calls_that_computed_an_answer_count():
     rows = (calls(5) + calls(5, cached=True) + calls(5, attempts=0)  # a base run's copy
-            + calls(5, outcome="failed") + calls(5, model="fake/hash"))
+            + calls(5, outcome="failed") + calls(5, model="fake/hash", run="r3")
+            # in flight when its process ended: no answer, no tokens known
+            + calls(5, outcome=PAID_UNKNOWN, run="r2"))
     kept = answered_calls(pd.DataFrame(rows), LOCAL)
     assert len(kept) == 5 and not kept["cached"].any()
+    assert set(kept["outcome"]) == {"ok"}
+    # every model's, where none is named
+    assert len(answered_calls(pd.DataFrame(rows))) == 10
 
 
 def write_ledger(path, rows):

@@ -5,7 +5,9 @@ The bill lives in a spend record beside the run's ledgers (`results/ledger/spend
 no run deletes (like the attempts journals; the ledgers stay the accounting): what every
 finished call cost, plus the worst case of every call in flight. Before a paid call goes out it
 reserves its worst case (its prompt, estimated high, at the input or cache-write rate, whichever
-is higher, and its whole completion budget; a new batch books every request so, at batch rates)
+is higher, and its whole completion budget; a new batch books every request so, at batch rates;
+`worst_cost`: a price without a cache-write rate books the input rate, and a model whose marked
+prompts its provider bills as cache writes needs that rate, or no budget can bound it)
 in a short BEGIN IMMEDIATE transaction, refused when the bill would
 pass the budget; after the answer, the reservation is settled to what the call cost. A call
 that ended without a known cost (a timeout or a dropped connection, which a provider may
@@ -25,7 +27,8 @@ from pathlib import Path
 
 from . import pricing
 from .cache import open_wal_database
-from .settings import ModelPrice
+from .prompt_cache import min_cacheable_tokens
+from .settings import ModelSettings
 
 SPEND_RECORD = "spend.sqlite"
 
@@ -80,24 +83,97 @@ def how_to_go_on(budget_usd: float) -> str:
             "and run again; the rerun goes on from the cache and pays for nothing twice")
 
 
-def unguarded_models(budget_usd: float | None, models: Iterable[str],
-                     prices: Mapping[str, ModelPrice | None] | None = None) -> list[str]:
-    """Under a budget, the paid models whose calls it cannot count: those of unknown price,
-    neither configured (`prices`: model -> its llm.per_model price) nor in litellm's map (for
-    a check before the first job; the client refuses them before their first call)."""
+def writes_prompt_cache(model: str, settings: ModelSettings) -> bool:
+    """Whether the model layer marks this model's shared prefixes cacheable, which its
+    provider bills as cache writes (Anthropic, above the input rate), where they qualify."""
+    return settings.prompt_cache and min_cacheable_tokens(model) is not None
+
+
+def worst_cost(model: str, prompt_tokens: int, budget_tokens: int, settings: ModelSettings,
+               *, batch: bool) -> float | None:
+    """The most one asking can cost: its prompt (the caller's high estimate) at the input
+    rate, or at the cache-write rate where that is known and higher, and its whole answer
+    budget (at batch rates with `batch`). A price without a cache-write rate is its input
+    rate, unless the model's prompts may be written to its provider's cache
+    (`writes_prompt_cache`): then the worst case is unknown. None where unknown, never $0."""
+    configured = settings.price
+    standard = pricing.price(model, prompt_tokens, budget_tokens, batch=batch,
+                             configured=configured)
+    if standard is None:
+        return None
+    written = pricing.price(model, prompt_tokens, budget_tokens, batch=batch,
+                            cache_write_tokens=prompt_tokens, configured=configured)
+    if written is None:
+        return None if writes_prompt_cache(model, settings) else standard
+    return max(standard, written)
+
+
+# The request a check before the first job prices to learn whether a model's calls can be
+# counted (any size would do: prices are per token).
+_PROBE_PROMPT_TOKENS, _PROBE_BUDGET_TOKENS = 1000, 100
+
+
+def guard_problem(model: str, settings: ModelSettings) -> str | None:
+    """Why a budget cannot count this model's calls (None: it can), by the very worst case
+    the client books (`worst_cost`), as an ordinary call and, for a batched model, as a
+    batch."""
+    if pricing.is_free(model):
+        return None
+    for batch in (False, True) if settings.batch else (False,):
+        if worst_cost(model, _PROBE_PROMPT_TOKENS, _PROBE_BUDGET_TOKENS, settings,
+                      batch=batch) is not None:
+            continue
+        if pricing.price(model, 1, 1, configured=settings.price) is None:
+            return "no known price"
+        if pricing.price(model, 1, 1, batch=batch, configured=settings.price) is None:
+            return "no known batch price"
+        return ("no cache_write in its price (llm.per_model.<model>.price), and its shared "
+                "prefixes are marked for its provider's prompt cache, which bills them as cache "
+                "writes above the input rate")
+    return None
+
+
+def unguarded_models(budget_usd: float | None, models: Iterable[str], *,
+                     settings: Mapping[str, ModelSettings] | None = None) -> list[str]:
+    """Under a budget, the paid models whose calls it cannot count (`guard_problem`): those of
+    unknown price, neither configured nor in litellm's map, and those whose cache writes are
+    of unknown price (for a check before the first job; the client refuses them before their
+    first call). `settings`: model -> its llm settings (a model not in it: the defaults)."""
     if budget_usd is None:
         return []
-    prices = prices or {}
-    return sorted(m for m in set(models) if not pricing.is_free(m)
-                  and not pricing.is_priced(m, configured=prices.get(m)))
+    return sorted(m for m in set(models)
+                  if guard_problem(m, _settings_of(m, settings)) is not None)
 
 
-def unguarded_message(budget_usd: float, models: list[str]) -> str:
-    return (f"{', '.join(repr(m) for m in models)} {'has' if len(models) == 1 else 'have'} no "
-            f"known price, so a budget (llm.budget_usd = {usd(budget_usd)}) cannot guard "
-            f"{'its' if len(models) == 1 else 'their'} calls; price "
-            f"{'it' if len(models) == 1 else 'them'} (llm.per_model.<model>.price) or run "
+def _settings_of(model: str, settings: Mapping[str, ModelSettings] | None) -> ModelSettings:
+    return (settings or {}).get(model) or ModelSettings()
+
+
+def unguarded_message(budget_usd: float, models: list[str],
+                      settings: Mapping[str, ModelSettings] | None = None) -> str:
+    """Why a budget cannot guard these models, and what to set."""
+    reasons = {m: guard_problem(m, _settings_of(m, settings)) or "no known price"
+               for m in models}
+    priceless = [m for m in models if reasons[m] == "no known price"]
+    parts = []
+    if priceless:
+        parts.append(
+            f"{', '.join(repr(m) for m in priceless)} {'has' if len(priceless) == 1 else 'have'}"
+            f" no known price, so a budget (llm.budget_usd = {usd(budget_usd)}) cannot guard "
+            f"{'its' if len(priceless) == 1 else 'their'} calls; price "
+            f"{'it' if len(priceless) == 1 else 'them'} (llm.per_model.<model>.price) or run "
             "without a budget")
+    for m in models:
+        if m in priceless:
+            continue
+        fix = ("give cache_write (US dollars per million tokens, the provider's list price) in "
+               f"llm.per_model[{m!r}].price, or set llm.per_model[{m!r}].prompt_cache: false"
+               if "cache_write" in reasons[m] else
+               f"give batch_input and batch_output in llm.per_model[{m!r}].price")
+        parts.append(f"{m!r} has {reasons[m]}, so a budget (llm.budget_usd = "
+                     f"{usd(budget_usd)}) cannot bound its calls; {fix}, or run without a "
+                     "budget")
+    return "; ".join(parts)
 
 
 class SpendRecord:

@@ -42,14 +42,16 @@ from .backends import (AnswerCutOff, Backends, DeadlineExceeded, RawAnswer, is_m
                        is_rate_limited, is_retryable, made_no_completion, retry_after_s)
 from .batch import BatchOutcome, BatchRunner
 from .budget import (BudgetCannotGuard, BudgetExceeded, Reservation, SpendRecord,
-                     spend_record_path, unguarded_message, unguarded_models, usd)
+                     spend_record_path, unguarded_message, unguarded_models, usd,
+                     worst_cost)
 from .cache import (CacheBackend, CachedAnswer, Claim, DiskSpaceLow, open_cache,
                     free_space_problem, make_answer)
 from .formats import UnparseableAnswer, get_format
 from .ledger import Ledger, attempts_path
 from .progress import Progress
 from .prompt_cache import cache_marked_messages, cacheable_prefixes, min_cacheable_tokens
-from .ratelimit import Booking, RateLimiter, RateLimitWait, estimate_prompt_tokens
+from .ratelimit import (Booking, RateLimiter, RateLimitWait, estimate_prompt_tokens,
+                        limited_input_tokens)
 from .request import (CACHE_KEY_VERSION, Completion, Request, Usage, cache_key,
                       legacy_cache_keys)
 from .settings import LLMConfig, ModelSettings, check_batch_settings, check_unusable_settings
@@ -549,8 +551,9 @@ class LLMClient:
             raise BudgetCannotGuard(
                 f"a budget is set (llm.budget_usd = {usd(budget)}), but this client has no "
                 "ledger, beside which the run's bill is kept; give it one, or set no budget")
-        if unguarded_models(budget, [model], {model: self.config.settings_for(model).price}):
-            raise BudgetCannotGuard(f"model {unguarded_message(budget, [model])}")
+        settings = {model: self.config.settings_for(model)}
+        if unguarded_models(budget, [model], settings=settings):
+            raise BudgetCannotGuard(f"model {unguarded_message(budget, [model], settings)}")
 
     def _reserve(self, request: Request, messages: list[dict], settings: ModelSettings
                  ) -> Reservation | None:
@@ -609,8 +612,9 @@ class LLMClient:
         if pricing.is_free(request.model):
             return None
         latest = time.time() + (deadline - time.monotonic())
-        booking = self.limiter.book(request.model, settings,
-                                    estimate_prompt_tokens(messages) + request.budget, latest)
+        prompt = estimate_prompt_tokens(messages)
+        booking = self.limiter.book(request.model, settings, prompt + request.budget, latest,
+                                    input_tokens=prompt, output_tokens=request.budget)
         while True:
             wait = booking.wait_s()
             if wait > 0:
@@ -632,7 +636,11 @@ class LLMClient:
         its worst case stays)."""
         if booking is not None and answer is not None:
             self.limiter.settle(booking, settings,
-                                answer.prompt_tokens + answer.completion_tokens)
+                                answer.prompt_tokens + answer.completion_tokens,
+                                used_input=round(limited_input_tokens(
+                                    booking.model, answer.prompt_tokens,
+                                    answer.cache_read_tokens)),
+                                used_output=answer.completion_tokens)
         if reservation is not None:
             if answer is not None:
                 cost = answer.cost_usd
@@ -955,13 +963,11 @@ class LLMClient:
 
 def _worst_cost(request: Request, messages: list[dict], settings: ModelSettings, *,
                 batch: bool) -> float | None:
-    """The most one asking of `request` can cost: its prompt (estimated high) at the input or
-    the cache-write rate, whichever is higher, and its whole answer budget; None if unknown."""
-    prompt = estimate_prompt_tokens(messages)
-    costs = [pricing.price(request.model, prompt, request.budget, batch=batch,
-                           cache_write_tokens=written, configured=settings.price)
-             for written in (0, prompt)]
-    return None if any(cost is None for cost in costs) else max(costs)
+    """The most one asking of `request` can cost (rubriclab.llm.budget.worst_cost): its prompt
+    (estimated high) at the input or the cache-write rate, whichever is higher (the input
+    rate where no cache write can be billed), and its whole answer budget; None if unknown."""
+    return worst_cost(request.model, estimate_prompt_tokens(messages), request.budget,
+                      settings, batch=batch)
 
 
 def _usable(request: Request, answer: RawAnswer) -> bool:

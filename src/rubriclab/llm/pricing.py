@@ -9,6 +9,10 @@ batch answers, and by `rubriclab plan` before any call. A model with neither cos
 
 from __future__ import annotations
 
+import bisect
+import re
+from collections import defaultdict
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -24,6 +28,12 @@ from .settings import ModelPrice
 # the price map has a batch rate of its own; for other providers such a batch price is unknown.
 HALF_PRICE_BATCH_PROVIDERS = frozenset({"openai", "anthropic", "gemini"})
 PER_MILLION = 1e-6
+# Claude models that think without being asked: the 5 generation on. "On Claude Opus 5, the same
+# requests run with adaptive thinking" ("What's new in Claude Opus 5"), "adaptive thinking on by
+# default" (Claude Sonnet 5's model page); "On Claude Sonnet 4.6 and earlier and on Claude Haiku
+# 4.5, such requests do not think" (Claude Sonnet 5.5 migration guide), all at
+# platform.claude.com/docs.
+CLAUDE_THINKING_BY_DEFAULT = re.compile(r"claude-(?:opus|sonnet|haiku|fable|mythos)-(?:[5-9]|\d\d)")
 
 
 def provider_of(model: str) -> str:
@@ -102,6 +112,87 @@ def price(model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool
     return float(prompt_cost) + float(completion_cost)
 
 
+# litellm's price map charges some models other rates for a request whose prompt is above a
+# size: keys such as `input_cost_per_token_above_200k_tokens` (litellm_core_utils/llm_cost_calc/
+# utils.py applies them when usage.prompt_tokens is above the size, per request).
+_TIER_KEY = re.compile(r"_above_(\d+(?:\.\d+)?)(k?)_tokens")
+
+
+@lru_cache(maxsize=None)
+def tier_thresholds(model: str) -> tuple[float, ...]:
+    """The prompt sizes (tokens) above which litellm's map prices a request of `model` at other
+    rates, ascending; () where one set of rates holds for every request."""
+    info = None if is_free(model) else _model_info(model)
+    if info is None:
+        return ()
+    found = {float(m.group(1)) * (1000 if m.group(2) else 1)
+             for key, value in info.items() if value is not None
+             for m in [_TIER_KEY.search(key)] if m}
+    return tuple(sorted(found))
+
+
+def price_requests(model: str, prompt_tokens_each: Sequence[int], completion_tokens: int, *,
+                   batch: bool = False, cache_read_tokens: int = 0, cache_write_tokens: int = 0,
+                   configured: ModelPrice | None = None) -> float | None:
+    """Dollars for many requests, billed one by one as providers bill them: a tiered price
+    (`tier_thresholds`) applies to each request by its own prompt, never to the requests'
+    summed tokens. `prompt_tokens_each`: each request's prompt tokens; completion and cache
+    tokens are the requests' together, shared out among them (completion tokens alike per
+    request, cache tokens in proportion to prompt tokens). Requests are grouped by the tier
+    their prompt falls in, and each group is priced at its tier's rates per token (litellm's
+    own price of one request of that tier), so this is exact and fast at any number of
+    requests. Without tiers, `price` of the sums. None where the price is unknown."""
+    thresholds = () if configured is not None else tier_thresholds(model)
+    total_prompt = sum(prompt_tokens_each)
+    if not thresholds or not prompt_tokens_each:
+        return price(model, total_prompt, completion_tokens, batch=batch,
+                     cache_read_tokens=cache_read_tokens, cache_write_tokens=cache_write_tokens,
+                     configured=configured)
+    groups: dict[int, list[int]] = defaultdict(list)
+    for tokens in prompt_tokens_each:
+        groups[_probe_for(thresholds, tokens)].append(tokens)
+    n, total = len(prompt_tokens_each), 0.0
+    for probe, members in groups.items():
+        prompt = sum(members)
+        share = prompt / total_prompt if total_prompt else len(members) / n
+        rates = _tier_rates(model, probe, batch)
+        if rates is None:
+            return None
+        input_rate, output_rate, read_rate, write_rate = rates
+        read, written = cache_read_tokens * share, cache_write_tokens * share
+        if written and write_rate is None:
+            return None
+        total += (input_rate * (prompt - read - written) + read_rate * read
+                  + (write_rate or 0.0) * written
+                  + output_rate * completion_tokens * len(members) / n)
+    return total
+
+
+def _probe_for(thresholds: tuple[float, ...], tokens: int) -> int:
+    """A prompt size litellm prices exactly as it prices `tokens`: the tier's smallest (a
+    prompt exactly at a threshold is its own case, some map entries counting it above)."""
+    if tokens in thresholds:
+        return int(tokens)
+    below = bisect.bisect_left(thresholds, tokens)
+    return 1 if below == 0 else int(thresholds[below - 1]) + 1
+
+
+@lru_cache(maxsize=None)
+def _tier_rates(model: str, probe: int, batch: bool
+                ) -> tuple[float, float, float, float | None] | None:
+    """Dollars per input, output, cache-read and cache-write token (None: unknown) of a
+    request of `probe` prompt tokens, by litellm's own price of such requests."""
+    many = 1_000_000
+    base = price(model, probe, 0, batch=batch)
+    answered = price(model, probe, many, batch=batch)
+    read = price(model, probe, 0, batch=batch, cache_read_tokens=probe)
+    if base is None or answered is None or read is None:
+        return None
+    written = price(model, probe, 0, batch=batch, cache_write_tokens=probe)
+    return (base / probe, (answered - base) / many, read / probe,
+            None if written is None else written / probe)
+
+
 def _configured_batch_rates(model: str, configured: ModelPrice) -> tuple[float, float] | None:
     half = provider_of(model) in HALF_PRICE_BATCH_PROVIDERS
     rates = []
@@ -147,14 +238,17 @@ def thinking_cap(request: Request) -> int:
     minimal -> 1 on 2.5 Flash, 512 on Flash-Lite, 128 on Pro; low / medium / high -> 1,024 /
     2,048 / 4,096) and llms/anthropic/chat/transformation.py (`_map_reasoning_effort`: the same
     three, minimal -> 1,024, Anthropic's least); the numbers are litellm.constants'. Claude
-    thinks only when asked (no effort: 0); DeepSeek's chat model thinks only when given an
-    effort, with no budget (llms/deepseek/chat/transformation.py); OpenAI, xAI and OpenRouter
-    models take no budget, so their room bounds them.
+    models before the 5 generation think only when asked (no effort: 0); Claude 5 models think
+    by default, adaptively (CLAUDE_THINKING_BY_DEFAULT), so without an effort their room
+    (`reasoning_tokens`) bounds them; DeepSeek's chat model thinks only when given an effort,
+    with no budget (llms/deepseek/chat/transformation.py); OpenAI, xAI and OpenRouter models
+    take no budget, so their room bounds them.
     """
     provider, effort = provider_of(request.model), request.reasoning_effort
     name = request.model.lower()
     if provider == "anthropic":
-        cap = _effort_budgets(request.model)[effort] if effort else 0
+        cap = (_effort_budgets(request.model)[effort] if effort
+               else request.reasoning_tokens if CLAUDE_THINKING_BY_DEFAULT.search(name) else 0)
     elif provider in ("gemini", "vertex_ai") and "gemini-2.5" in name and effort:
         cap = _effort_budgets(request.model)[effort]
     elif provider == "deepseek" and not effort:

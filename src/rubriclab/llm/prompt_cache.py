@@ -24,10 +24,13 @@ CACHE_CONTROL = {"type": "ephemeral"}
 
 # Minimum cacheable prompt lengths in tokens, from Anthropic's prompt-caching docs
 # (docs.claude.com/en/docs/build-with-claude/prompt-caching, "Cache limitations"): 4,096 for
-# Claude Opus 4.5 and later Opus, and Haiku 4.5; 2,048 for Sonnet 4.6, Haiku 3.5 and Haiku 3;
-# 1,024 for the other models (Sonnet 4.5, Opus 4.1, Opus 4, Sonnet 4, Sonnet 3.7). A shorter
-# prefix marked cacheable is processed uncached. First match wins.
+# Claude Opus 4.5 and later Opus 4, and Haiku 4.5; 2,048 for Sonnet 4.6, Haiku 3.5 and Haiku 3;
+# 1,024 for the other models (Sonnet 4.5, Opus 4.1, Opus 4, Sonnet 4, Sonnet 3.7); 512 for
+# Claude Opus 5 ("What's new in Claude Opus 5", platform.claude.com/docs/en/about-claude/models/
+# whats-new-opus-5: "The minimum cacheable prompt length on Claude Opus 5 is 512 tokens"). A
+# shorter prefix marked cacheable is processed uncached. First match wins.
 _ANTHROPIC_MINIMUMS: tuple[tuple[re.Pattern[str], int], ...] = (
+    (re.compile(r"opus-5(?:$|[^-]|-\d{8})"), 512),
     (re.compile(r"opus-4-(?:[5-9]|\d\d)|haiku-4-(?:[5-9]|\d\d)|(?:opus|haiku)-[5-9]"), 4096),
     (re.compile(r"sonnet-4-(?:[6-9]|\d\d)|3-5-haiku|3-haiku|haiku-3"), 2048),
 )

@@ -13,6 +13,11 @@ W * limit / 60 plus one `BURST_S` of requests (and tokens), whichever job asks. 
 request's prompt estimate plus its whole completion budget; once answered, the difference to
 the usage the provider reports is given back (or taken).
 
+Providers that count input and output apart (Anthropic's ITPM and OTPM, Gemini's input TPM)
+get a cell each for `input_tokens_per_minute` (the prompt estimate, settled to the input the
+provider counts: for Anthropic the uncached input, `limited_input_tokens`) and
+`output_tokens_per_minute` (the whole completion budget, settled to the completion tokens).
+
 A 429 pauses the model for every process: its "not before" time moves to when the provider's
 Retry-After (or the client's own backoff) ends, and no process starts a request before it.
 Every wait is bounded by the request's deadline: a start past it is refused, not booked.
@@ -30,6 +35,20 @@ from .settings import ModelSettings
 
 # How far ahead of its rate a model may run: a burst of one second's worth of requests.
 BURST_S = 1.0
+# Providers whose input-token limit leaves out prompt tokens read from their prompt cache:
+# Anthropic counts "uncached input only" against ITPM (cache_read_input_tokens do not count,
+# cache writes do; docs.anthropic.com/en/api/rate-limits). Others count every prompt token.
+CACHE_READS_FREE_OF_INPUT_LIMIT = frozenset({"anthropic"})
+_LIMITS = ("requests_per_minute", "tokens_per_minute", "input_tokens_per_minute",
+           "output_tokens_per_minute")
+
+
+def limited_input_tokens(model: str, prompt_tokens: float, cache_read_tokens: float) -> float:
+    """The prompt tokens the provider counts against its input-token limit."""
+    provider = model.split("/", 1)[0] if "/" in model else ""
+    if provider in CACHE_READS_FREE_OF_INPUT_LIMIT:
+        return max(0, prompt_tokens - cache_read_tokens)
+    return prompt_tokens
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedule (
@@ -37,6 +56,15 @@ CREATE TABLE IF NOT EXISTS schedule (
     requests_at REAL NOT NULL,
     tokens_at REAL NOT NULL,
     not_before REAL NOT NULL
+)
+"""
+# Input and output tokens apart (input_tokens_per_minute, output_tokens_per_minute): a table of
+# its own, so that a schedule file written before these limits is read as it is.
+_IO_SCHEMA = """
+CREATE TABLE IF NOT EXISTS io_schedule (
+    model TEXT PRIMARY KEY,
+    input_at REAL NOT NULL,
+    output_at REAL NOT NULL
 )
 """
 
@@ -53,6 +81,8 @@ class Booking:
     model: str
     start: float  # wall-clock time (time.time())
     tokens: int
+    input_tokens: int = 0   # booked on input_tokens_per_minute
+    output_tokens: int = 0  # booked on output_tokens_per_minute
 
     def wait_s(self, now: float | None = None) -> float:
         return max(0.0, self.start - (time.time() if now is None else now))
@@ -75,6 +105,7 @@ class RateLimiter:
     def db(self) -> sqlite3.Connection:
         if self._db is None:  # opened at the first paid call, not for a run served from cache
             self._db = open_wal_database(self.path, _SCHEMA)
+            self._db.execute(_IO_SCHEMA)
         return self._db
 
     def close(self) -> None:
@@ -82,62 +113,85 @@ class RateLimiter:
             self._db.close()
             self._db = None
 
-    def book(self, model: str, settings: ModelSettings, tokens: int, latest: float) -> Booking:
+    def book(self, model: str, settings: ModelSettings, tokens: int, latest: float, *,
+             input_tokens: int | None = None, output_tokens: int | None = None) -> Booking:
         """Book the earliest start for a request of `tokens` (prompt estimate plus completion
-        budget), no later than `latest` (wall clock): RateLimitWait if none is."""
-        rpm, tpm = settings.requests_per_minute, settings.tokens_per_minute
-        for name, value in (("requests_per_minute", rpm), ("tokens_per_minute", tpm)):
+        budget), no later than `latest` (wall clock): RateLimitWait if none is.
+        `input_tokens` and `output_tokens` (the prompt estimate and the completion budget; each
+        `tokens` if not given) are booked on the limits counted apart."""
+        limits = {name: getattr(settings, name) for name in _LIMITS}
+        for name, value in limits.items():
             if value is not None and not value > 0:
                 raise ValueError(f"model {model!r}: {name} must be above 0, got {value!r}")
+        amounts = {"requests_per_minute": 1, "tokens_per_minute": tokens,
+                   "input_tokens_per_minute": tokens if input_tokens is None else input_tokens,
+                   "output_tokens_per_minute": tokens if output_tokens is None else output_tokens}
+        booked = dict(input_tokens=amounts["input_tokens_per_minute"],
+                      output_tokens=amounts["output_tokens_per_minute"])
         now = time.time()
-        if rpm is None and tpm is None:  # only a provider's pause can hold it
+        if all(value is None for value in limits.values()):  # only a provider's pause can hold it
             start = max(now, self.not_before(model))
             if start > latest:
                 raise RateLimitWait(
                     f"model {model!r}: the provider's pause (a 429) would start this request "
                     f"in {start - now:.1f} s, past its deadline ({max(0.0, latest - now):.1f} s "
                     "left)")
-            return Booking(model, start, tokens)
+            return Booking(model, start, tokens, **booked)
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
             row = db.execute("SELECT requests_at, tokens_at, not_before FROM schedule"
                              " WHERE model = ?", (model,)).fetchone()
+            io = db.execute("SELECT input_at, output_at FROM io_schedule WHERE model = ?",
+                            (model,)).fetchone()
             requests_at, tokens_at, not_before = row if row else (now, now, 0.0)
+            input_at, output_at = io if io else (now, now)
+            at = dict(zip(_LIMITS, (requests_at, tokens_at, input_at, output_at)))
             start = max(now, not_before)
-            if rpm is not None:
-                start = max(start, requests_at - BURST_S)
-            if tpm is not None:
-                start = max(start, tokens_at - BURST_S)
+            for name, limit in limits.items():
+                if limit is not None:
+                    start = max(start, at[name] - BURST_S)
             if start > latest:
                 db.execute("ROLLBACK")
                 why = ("the provider's pause (a 429)" if start == not_before else
-                       f"its shared rate limit ({_limits(rpm, tpm)})")
+                       f"its shared rate limit ({_limits(limits)})")
                 raise RateLimitWait(
                     f"model {model!r}: {why} would start this request in "
                     f"{start - now:.1f} s, past its deadline ({max(0.0, latest - now):.1f} s "
                     "left)")
-            if rpm is not None:
-                requests_at = max(requests_at, start) + 60.0 / rpm
-            if tpm is not None:
-                tokens_at = max(tokens_at, start) + 60.0 * tokens / tpm
+            for name, limit in limits.items():
+                if limit is not None:
+                    at[name] = max(at[name], start) + 60.0 * amounts[name] / limit
             db.execute("INSERT OR REPLACE INTO schedule VALUES (?, ?, ?, ?)",
-                       (model, requests_at, tokens_at, not_before))
+                       (model, at["requests_per_minute"], at["tokens_per_minute"], not_before))
+            if limits["input_tokens_per_minute"] or limits["output_tokens_per_minute"]:
+                db.execute("INSERT OR REPLACE INTO io_schedule VALUES (?, ?, ?)",
+                           (model, at["input_tokens_per_minute"],
+                            at["output_tokens_per_minute"]))
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-        return Booking(model, start, tokens)
+        return Booking(model, start, tokens, **booked)
 
-    def settle(self, booking: Booking, settings: ModelSettings, used_tokens: int) -> None:
-        """The provider counted `used_tokens` (prompt + completion) for a booked request: give
-        back what was booked beyond them, or take what it used beyond its booking."""
+    def settle(self, booking: Booking, settings: ModelSettings, used_tokens: int, *,
+               used_input: int | None = None, used_output: int | None = None) -> None:
+        """The provider counted `used_tokens` (prompt + completion) for a booked request, and of
+        them `used_input` against its input-token limit (`limited_input_tokens`) and
+        `used_output` completion tokens: give back what was booked beyond them, or take what
+        it used beyond its booking."""
         tpm = settings.tokens_per_minute
-        if tpm is None or used_tokens == booking.tokens:
-            return
-        self.db.execute("UPDATE schedule SET tokens_at = tokens_at + ? WHERE model = ?",
-                        (60.0 * (used_tokens - booking.tokens) / tpm, booking.model))
+        if tpm is not None and used_tokens != booking.tokens:
+            self.db.execute("UPDATE schedule SET tokens_at = tokens_at + ? WHERE model = ?",
+                            (60.0 * (used_tokens - booking.tokens) / tpm, booking.model))
+        for column, limit, used, booked in (
+                ("input_at", settings.input_tokens_per_minute, used_input, booking.input_tokens),
+                ("output_at", settings.output_tokens_per_minute, used_output,
+                 booking.output_tokens)):
+            if limit is not None and used is not None and used != booked:
+                self.db.execute(f"UPDATE io_schedule SET {column} = {column} + ? WHERE model = ?",
+                                (60.0 * (used - booked) / limit, booking.model))
 
     def pause(self, model: str, seconds: float) -> None:
         """A 429: no process starts a request to `model` for `seconds` from now."""
@@ -161,7 +215,9 @@ class RateLimiter:
         return row[0] if row else 0.0
 
 
-def _limits(rpm: float | None, tpm: float | None) -> str:
-    parts = ([f"{rpm:g} requests"] if rpm is not None else []) + (
-        [f"{tpm:g} tokens"] if tpm is not None else [])
+def _limits(limits: dict[str, float | None]) -> str:
+    names = {"requests_per_minute": "requests", "tokens_per_minute": "tokens",
+             "input_tokens_per_minute": "input tokens",
+             "output_tokens_per_minute": "output tokens"}
+    parts = [f"{value:g} {names[name]}" for name, value in limits.items() if value is not None]
     return " and ".join(parts) + " a minute"

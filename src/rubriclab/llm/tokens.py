@@ -17,3 +17,8 @@ def _litellm() -> Any:
 def prompt_tokens(model: str, messages: list[dict[str, str]]) -> int:
     """Prompt tokens of chat messages, per-message overhead included."""
     return int(_litellm().token_counter(model=model, messages=messages))
+
+
+def text_tokens(model: str, text: str) -> int:
+    """Tokens of a text alone (an answer's visible text), no message overhead."""
+    return int(_litellm().token_counter(model=model, text=text))

@@ -36,6 +36,7 @@ import pandas as pd
 # At least this many answered calls to fit by; fewer say little about a run of thousands.
 MIN_CALLS = 8
 SPEED_FILE = "plan_speed.json"
+LEDGER_FOLDER = Path("results") / "ledger"
 # The calibration's size: documents, checks judged per document, and the free answer's tokens.
 CALIBRATION_DOCUMENTS = 2
 CALIBRATION_CHECKS = 3
@@ -78,20 +79,30 @@ def fit_speed(calls: pd.DataFrame, source: str, min_calls: int = MIN_CALLS) -> S
     return Speed(*(float(c) for c in coefficients), calls=len(calls), source=source)
 
 
-def answered_calls(ledger: pd.DataFrame, model: str) -> pd.DataFrame:
-    """The calls of `model` in ledger rows that computed an answer (not cache hits, not
-    copies from a base run, not failures), each key once."""
-    rows = ledger[(ledger["model"] == model) & ~ledger["cached"].astype(bool)
-                  & (ledger["attempts"].fillna(0) > 0) & (ledger["outcome"] != "failed")]
-    return rows.drop_duplicates(subset=["key", "run"])
+def answered_calls(ledger: pd.DataFrame, model: str | None = None) -> pd.DataFrame:
+    """The calls of `model` (None: of every model) in ledger rows that computed an answer
+    (not cache hits, not copies from a base run, not failures, not calls in flight when their
+    process ended, of no known answer or tokens), each key of each run once."""
+    from rubriclab.llm.ledger import PAID_UNKNOWN
+
+    answered = (~ledger["cached"].astype(bool) & (ledger["attempts"].fillna(0) > 0)
+                & ~ledger["outcome"].isin(["failed", PAID_UNKNOWN]))
+    if model is not None:
+        answered &= ledger["model"] == model
+    return ledger[answered].drop_duplicates(subset=["key", "run"])
+
+
+def ledger_paths(workdir: Path) -> list[Path]:
+    """The ledgers of the runs in `workdir` and the attempts journals beside them."""
+    folder = Path(workdir) / LEDGER_FOLDER
+    return sorted(folder.glob("*.jsonl")) + sorted((folder / "attempts").glob("*.jsonl"))
 
 
 def speed_from_ledgers(workdir: Path, model: str) -> Speed | None:
     """From the ledgers and attempts journals of earlier runs in `workdir`."""
     from rubriclab.llm.ledger import read_ledgers
 
-    folder = Path(workdir) / "results" / "ledger"
-    paths = sorted(folder.glob("*.jsonl")) + sorted((folder / "attempts").glob("*.jsonl"))
+    paths = ledger_paths(workdir)
     if not paths:
         return None
     calls = answered_calls(read_ledgers(paths), model)
