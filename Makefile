@@ -11,8 +11,8 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 WHEELHOUSE ?= $(HOME)/.cache/rubriclab/wheels/llama-cpp-python-$(LLAMA_CPP_VERSION)-avx2
 STAMP := $(VENV)/.installed
 
-.PHONY: reproduce test report dry-run-paper plan plan-paper rehearse rehearse-cluster known-truth \
-	install clean-outputs
+.PHONY: reproduce test report dry-run-paper plan plan-paper plan-pilot pilot rehearse \
+	rehearse-pilot rehearse-cluster known-truth install clean-outputs
 
 # Values from the command line or the environment (RUN, BASE, RUBRICLAB_DATA_MIRROR and the
 # data folders that default to it) are taken as written ($(value ...): make expands nothing in
@@ -69,8 +69,22 @@ PLAN_ARGS = --cores $(CORES) $(if $(value PLAN_DATA),--data-mirror $(call quote,
 plan: $(STAMP)
 	$(VENV)/bin/rubriclab plan $(PLAN_ARGS)
 
+# PILOT=<folder>: a pilot's working directory (runs/pilot after `make pilot`), whose measured
+# answers' lengths, thinking, batch prompt-cache hits and latency replace the plan's assumptions.
 plan-paper: $(STAMP)
-	$(VENV)/bin/rubriclab plan --configfile config/paper.yaml $(PLAN_ARGS)
+	$(VENV)/bin/rubriclab plan --configfile config/paper.yaml $(PLAN_ARGS) \
+		$(if $(value PILOT),--measured-from $(call quote,$(value PILOT)))
+
+# The pilot (config/pilot.yaml, given after config/paper.yaml): every model and provider path of
+# the paper run at sizes whose plan is at most $10 at its high total, under llm.budget_usd $10.
+# Its plan first (free), then the paid run, written under runs/pilot/ (docs/paper_scale.md).
+PILOT_CONFIG = config/paper.yaml config/pilot.yaml
+plan-pilot: $(STAMP)
+	$(VENV)/bin/rubriclab plan --configfile $(PILOT_CONFIG) --config run=pilot $(PLAN_ARGS)
+
+pilot: plan-pilot
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(PILOT_CONFIG) --config run=pilot \
+		$(if $(value PLAN_DATA),data_mirror=$(call quote,$(value PLAN_DATA)))
 
 # The paper-scale run through litellm's real HTTP path, offline: every model of
 # config/paper.yaml answered by a loopback server with providers' faults (rubriclab.rehearsal).
@@ -82,6 +96,13 @@ rehearse: $(STAMP)
 	$(VENV)/bin/python -m rubriclab.rehearsal --configfile config/paper.yaml \
 		--workdir $(call quote,$(value REHEARSAL_DIR)) --cores $(CORES) \
 		--data-mirror $(call quote,$(value REHEARSAL_DATA)) --expect paper
+
+# The pilot, rehearsed the same way (its sizes checked against its own config).
+REHEARSAL_PILOT_DIR ?= rehearsal-pilot
+rehearse-pilot: $(STAMP)
+	$(VENV)/bin/python -m rubriclab.rehearsal --configfile $(PILOT_CONFIG) \
+		--workdir $(call quote,$(value REHEARSAL_PILOT_DIR)) --cores $(CORES) \
+		--data-mirror $(call quote,$(value REHEARSAL_DATA))
 
 # The reduced rehearsal as a run on several hosts, on this machine (rubriclab.rehearsal.cluster,
 # docs/cluster.md): one machine, then profiles/cluster-generic/ (each job a separate process,

@@ -273,6 +273,10 @@ def _missing_mirror(config):
     config["data_mirror"] = "/nonexistent/mirror"
 
 
+def _bad_retires(config):
+    config["llm"] = {"per_model": {"openai/gpt-5": {"retires": "next spring"}}}
+
+
 @pytest.mark.parametrize("change, named", [
     (_without_chains, "config key 'carry.chains' is missing"),
     (_long_run_name, "config key 'run': 300 characters"),
@@ -284,6 +288,7 @@ def _missing_mirror(config):
                    "'xai/grok-4'"),
     (_missing_mirror, "config key 'data_mirror' (or the environment variable "
                       "RUBRICLAB_DATA_MIRROR): /nonexistent/mirror does not exist"),
+    (_bad_retires, "llm.per_model['openai/gpt-5'].retires: expected a date as YYYY-MM-DD"),
 ])
 def test_a_dry_run_stops_with_the_message_not_a_raw_error(tmp_path, minimal, change, named):
     change(minimal)
@@ -553,8 +558,10 @@ def test_a_placeholder_key_model_needs_no_key_at_the_start(schema, minimal, tmp_
     minimal["cache_dir"] = str(tmp_path)
     errors, _ = key_problems(validate_config(minimal, schema))
     assert len(errors) == 1 and "OPENAI_API_KEY" in errors[0]  # without the placeholder
+    # (no server listens there: the key check alone, without the preflight's lookup)
     minimal["llm"] = {"per_model": {"openai/served": {"api_base": "http://127.0.0.1:9/v1",
-                                                      "placeholder_api_key": True}}}
+                                                      "placeholder_api_key": True}},
+                      "preflight": False}
     config = validate_config(minimal, schema)
     assert key_problems(config) == ([], [])
     check_before_first_job(config, warn=print, job_params=[["openai/served"]])

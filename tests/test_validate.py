@@ -198,3 +198,15 @@ def test_a_budget_refuses_unpriced_models_before_the_first_job(schema, embedded,
                            job_params=[["openai/gpt-4o-mini"]]) == []
     embedded["llm"]["per_model"]["openai/gpt-nonexistent"] = {"price": {"input": 1, "output": 2}}
     assert budget_problems(validate_config(embedded, schema)) == []
+
+
+def test_a_stand_in_for_no_model_of_the_config_is_refused_naming_its_key(repo, schema, embedded):
+    from rubriclab.validate import stand_in_problems
+
+    # the paper's stand-in (openai/gpt-5.1 for GPT-5, on Table A.3's panel) is a model it runs
+    paper = validate_config(load_yaml(repo / "config" / "paper.yaml"), schema)
+    assert paper["stand_ins"] and stand_in_problems(paper) == []
+    embedded["stand_ins"] = {"local/default": "Llama", "openai/gpt-5.1": "GPT-5"}
+    (line,) = stand_in_problems(validate_config(embedded, schema))
+    assert line.startswith("config key 'stand_ins.openai/gpt-5.1': ") and "\n" not in line
+    assert "not a model this config runs" in line

@@ -45,27 +45,38 @@ def default_label(model: str) -> str:
 
 
 class ModelLabels:
-    """Display names: the config's `labels:` entries, else default_label. Callable."""
+    """Display names: the config's `labels:` entries, else default_label. Callable.
 
-    def __init__(self, overrides: Mapping[str, str] | None = None):
+    A model the config's `stand_ins:` map names (model string -> the model a paper named, which
+    no provider serves) reads "<label> (stand-in for <named model>)" wherever it is shown."""
+
+    def __init__(self, overrides: Mapping[str, str] | None = None,
+                 stand_ins: Mapping[str, str] | None = None):
         overrides = dict(overrides or {})
         for model, label in overrides.items():
             if not isinstance(label, str) or not label.strip():
                 raise ValueError(f"config key 'labels.{model}': a label must be a non-empty "
                                  f"string, got {label!r}")
+        stand_ins = dict(stand_ins or {})
+        for model, named in stand_ins.items():
+            if not isinstance(named, str) or not named.strip():
+                raise ValueError(f"config key 'stand_ins.{model}': the model a paper names, a "
+                                 f"non-empty string, got {named!r}")
         self.overrides = overrides
+        self.stand_ins = stand_ins
 
     def __call__(self, model: str) -> str:
         model = str(model)
         if model == EXPERT:
             return "Expert"
-        if model in self.overrides:
-            return self.overrides[model]
         base, bar, sample = model.rpartition("|")
-        if bar and sample.isdigit():  # a responder: sample k of a model
+        if model not in self.overrides and bar and sample.isdigit():  # sample k of a model
             label = self(base)
             return label if int(sample) == 0 else f"{label} #{sample}"
-        return default_label(model)
+        label = self.overrides.get(model) or default_label(model)
+        if model in self.stand_ins:
+            label += f" (stand-in for {self.stand_ins[model]})"
+        return label
 
     def mapping(self, models: Iterable[str]) -> dict[str, str]:
         """{model: label} for the given models (in their order, repeats once)."""

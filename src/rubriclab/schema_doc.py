@@ -45,7 +45,7 @@ def _type(schema: dict[str, Any]) -> str:
     if kind is None:
         if "oneOf" in schema or "anyOf" in schema:
             return " or ".join(_type(s) for s in schema.get("oneOf", schema.get("anyOf")))
-        return "any"
+        return schema.get("format", "any")
     kinds = kind if isinstance(kind, list) else [kind]
     if "array" in kinds and isinstance(schema.get("items"), dict):
         kinds = [f"array of {_type(schema['items'])}" if k == "array" else k for k in kinds]

@@ -23,9 +23,12 @@ SMALL_RUNTIME_MIN = 30
 # (the reduced rehearsal's model jobs peak under 500 MB; paper-scale tables are larger); most
 # of its time is waiting on the provider.
 API_MEM_MB = 2000
-# At paper.yaml's Tier 2 rate limits the slowest model's calls take 3.2 hours when not in batch
-# mode (docs/paper_scale.md, `make plan-paper`): twice that. A model in batch mode waits for its
-# batch for at most its `batch_max_wait_s`, then an hour to collect and write the answers.
+# At paper.yaml's Tier 2 rate limits its calls sent outside batches take under an hour (0.9 h
+# with every request thinking to its room; docs/paper_scale.md, `make plan-paper`); 6 hours
+# leaves room for slower limits. Without batch mode its slowest model would take 6.7 h (Gemini
+# 3.8 Flash; 25.5 h thinking to its room): a run without batches should raise this. A model in
+# batch mode waits for its batch for at most its `batch_max_wait_s`, then an hour to collect
+# and write the answers.
 API_RUNTIME_MIN = 360
 BATCH_COLLECT_MIN = 60
 # The embedded model: llama.cpp holds the GGUF (about 500 MB) and its context beside Python's

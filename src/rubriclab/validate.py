@@ -6,11 +6,16 @@
 - `unknown_keys`: a key the schema does not know, with the closest known key (difflib).
 - `model_problems`: every model string the config names has a provider litellm knows
   (`fake/` and `local/` are rubriclab's own); checked at parse time, so a dry run catches it.
+- `stand_in_problems`: a `stand_ins` key that is not a model the config names (parse time).
 - `budget_problems`: under llm.budget_usd, the models of the jobs about to run that have no
   known price, so the budget could not count their calls; checked when the run starts.
 - `endpoint_problems`: a remote model at an `api_base` that is not its provider's own API,
   with neither `api_key_env` nor `placeholder_api_key`: the provider's key in the environment
   is never sent there, so the config says which key it gets (parse time).
+- `retirement_problems`: the models of the jobs about to run whose provider no longer serves
+  them (rubriclab.llm.retirement: config's `retires`, else litellm's map), and, as warnings,
+  those retiring before the run may end (the plan's worst-case hours, else 30 days); checked
+  when the run starts.
 - `missing_keys`: remote models of the jobs about to run whose API key is not in the
   environment and of which the cache holds no answer (so the run could not get far); checked
   when the run starts, by the model layer's own credential rule (`Backends.missing_api_keys`).
@@ -19,6 +24,10 @@
   so a dry run catches it.
 - `cache_dir_problems`: the model-call cache folder cannot be written; checked when the run
   starts.
+- `preflight_problems`: remote models of the jobs about to run that their provider does not
+  serve (unknown, retired), whose key it refuses, or whose batch API the key does not reach,
+  by a free lookup on each provider's models endpoint (rubriclab.llm.preflight; llm.preflight
+  turns it off); checked when the run starts, after the keys.
 - `mirror_problems`: data_mirror names no folder (parse time); `fetch_problems`: a raw file
   about to be fetched that the mirror lacks (or that needs one); checked when the run starts.
 """
@@ -28,6 +37,8 @@ from __future__ import annotations
 import copy
 import difflib
 from collections.abc import Callable, Iterable, Mapping
+from datetime import date
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -157,6 +168,16 @@ def configured_models(config: Mapping[str, Any]) -> dict[str, str]:
     return named
 
 
+def stand_in_problems(config: Mapping[str, Any]) -> list[str]:
+    """One line per `stand_ins` key that is not a model the config names (configured_models):
+    its "(stand-in for ...)" would show nowhere, so it is a typo or a model since replaced."""
+    named = configured_models(config)
+    return [f"config key 'stand_ins.{model}': {model!r} is not a model this config runs "
+            f"(a stand-in is one of its model strings, written as models, carry.judges or "
+            f"transfer name it)"
+            for model in (config.get("stand_ins") or {}) if model not in named]
+
+
 def provider_list() -> list[str]:
     from .llm.litellm_import import import_litellm
 
@@ -272,32 +293,31 @@ def key_problems(config: Mapping[str, Any],
     placeholder_api_key: true, as the model layer decides) and the cache which models it holds
     answers of (read only; a missing cache holds none)."""
     from .llm.backends import Backends
-    from .llm.cache import open_cache
     from .llm.settings import LLMConfig
 
-    models = configured_models(config)
-    if job_params is not None:
-        models = models_in(job_params, models)
-    remote = {m: k for m, k in models.items() if m.partition("/")[0] not in OWN_PROVIDERS}
+    remote = remote_models(config, job_params)
     if not remote:
         return [], []
     llm = LLMConfig.from_dict(config.get("llm"), cache_dir=config.get("cache_dir"))
-    backends = Backends(llm)
+    return missing_keys(remote, Backends(llm).missing_api_keys, _models_with_answers(llm))
 
-    cached: list[str] = []
-    if llm.cache_url or llm.cache_path.is_file():
-        try:
-            with open_cache(llm, read_only=True) as cache:
-                cached = [model for model, _ in cache.counts_by_model()]
-        except FileNotFoundError:  # a PostgreSQL database with no cache yet
-            cached = []
-    return missing_keys(remote, backends.missing_api_keys, cached)
+
+def remote_models(config: Mapping[str, Any],
+                  job_params: Iterable[Any] | None = None) -> dict[str, str]:
+    """The remote models (neither fake/ nor local/) of a validated config, each with the config
+    key naming it: only those the jobs about to run name in their params, when `job_params` is
+    given."""
+    models = configured_models(config)
+    if job_params is not None:
+        models = models_in(job_params, models)
+    return {m: k for m, k in models.items() if m.partition("/")[0] not in OWN_PROVIDERS}
 
 
 def budget_problems(config: Mapping[str, Any],
                     job_params: Iterable[Any] | None = None) -> list[str]:
     """Under a budget (llm.budget_usd), the models of the jobs about to run whose calls it
-    cannot count, for want of a price (configured or in litellm's map)."""
+    cannot count, for want of a price (configured or in litellm's map) or of a cache-write
+    price: the client's own test (rubriclab.llm.budget.guard_problem)."""
     budget = (config.get("llm") or {}).get("budget_usd")
     if budget is None:
         return []
@@ -308,8 +328,70 @@ def budget_problems(config: Mapping[str, Any],
     if job_params is not None:
         models = models_in(job_params, models)
     llm = LLMConfig.from_dict(config.get("llm"), cache_dir=config.get("cache_dir"))
-    unguarded = unguarded_models(budget, models, {m: llm.settings_for(m).price for m in models})
-    return [f"{unguarded_message(budget, [m])} ({models[m]})" for m in unguarded]
+    settings = {m: llm.settings_for(m) for m in models}
+    unguarded = unguarded_models(budget, models, settings=settings)
+    return [f"{unguarded_message(budget, [m], settings)} ({models[m]})" for m in unguarded]
+
+
+# A model retiring within this many days is warned of when no plan of the config
+# (results/plan/plan.json, `rubriclab plan`) says how long the run may take.
+DEFAULT_RETIREMENT_HORIZON_DAYS = 30
+PLAN_JSON = Path("results/plan/plan.json")
+
+
+def run_horizon(config: Mapping[str, Any], plan: Path = PLAN_JSON) -> tuple[float, str]:
+    """(hours the run may take at worst, the words saying where that figure comes from): the
+    `worst_case_hours` of the plan in the working directory when it is this config's plan,
+    else DEFAULT_RETIREMENT_HORIZON_DAYS."""
+    import json
+
+    from .plan.report import config_digest
+
+    try:
+        written = json.loads(plan.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        written = {}
+    hours = written.get("worst_case_hours") if isinstance(written, dict) else None
+    if (isinstance(hours, (int, float)) and not isinstance(hours, bool) and hours >= 0
+            and written.get("config_digest") == config_digest(config)):
+        return float(hours), f"the run's worst case of {hours:,.0f} h ({plan})"
+    return (DEFAULT_RETIREMENT_HORIZON_DAYS * 24.0,
+            f"{DEFAULT_RETIREMENT_HORIZON_DAYS} days (the default horizon: no plan of this "
+            f"config at {plan} gives the run's worst-case hours; `rubriclab plan` writes one)")
+
+
+def retirement_problems(config: Mapping[str, Any], job_params: Iterable[Any] | None = None,
+                        today: date | None = None,
+                        plan: Path = PLAN_JSON) -> tuple[list[str], list[str]]:
+    """(errors, warnings) for the models of the jobs about to run: one whose retirement day
+    (rubriclab.llm.retirement) has come is an error; one retiring before the run may end
+    (`run_horizon`) a warning."""
+    from .llm.retirement import RETIRED, RETIRING, classify, retirement_date, retires_key
+    from .llm.retirement import source_text
+    from .llm.settings import LLMConfig
+
+    models = configured_models(config)
+    if job_params is not None:
+        models = models_in(job_params, models)
+    llm = LLMConfig.from_dict(config.get("llm"), cache_dir=config.get("cache_dir"))
+    dated = {m: retirement_date(m, llm.settings_for(m).retires) for m in models}
+    if not any(day for day, _ in dated.values()):
+        return [], []
+    hours, horizon = run_horizon(config, plan)
+    errors: list[str] = []
+    warnings: list[str] = []
+    for model, (day, source) in dated.items():
+        key, status = models[model], classify(day, hours, today)
+        if status == RETIRED:
+            errors.append(f"model {model!r} ({key}) retired on {day} ({source_text(model, source)})"
+                          f"; name a model its provider still serves in {key}, or, if the "
+                          f"provider still serves it, set {retires_key(model)} to a later day")
+        elif status == RETIRING:
+            warnings.append(f"model {model!r} ({key}) retires on {day} "
+                            f"({source_text(model, source)}), within {horizon}; calls after "
+                            f"that day will fail: name another model in {key}, or set "
+                            f"{retires_key(model)} if the provider serves it longer")
+    return errors, warnings
 
 
 def reasoning_effort_problem(llm: Any, role: str, model: str) -> str | None:
@@ -425,22 +507,85 @@ def fetch_problems(config: Mapping[str, Any], fetches: Iterable[tuple[str, str]]
 
 def check_before_first_job(config: Mapping[str, Any], warn: Callable[[str], None],
                            job_params: Iterable[Any] | None = None,
-                           fetches: Iterable[tuple[str, str]] = ()) -> None:
+                           fetches: Iterable[tuple[str, str]] = (),
+                           today: date | None = None) -> None:
     """The Snakefile's onstart: raise ConfigError for models of the jobs about to run (their
-    params, `job_params`) that cannot be called at all, or whose calls a budget cannot count,
-    for a cache folder that cannot be written while some job calls a model, and for raw files
-    about to be fetched (`fetches`: dataset, file name) that cannot be had; `warn` for models
-    only the cache can answer."""
+    params, `job_params`) that cannot be called at all (retired, or without their key), or
+    whose calls a budget cannot count, for a cache folder that cannot be written while some
+    job calls a model, and for raw files about to be fetched (`fetches`: dataset, file name)
+    that cannot be had; `warn` for models only the cache can answer and models retiring
+    before the run may end."""
     job_params = None if job_params is None else list(job_params)
     raise_if(fetch_problems(config, fetches), "the data cannot be fetched")
     if job_params is None or job_params:
         raise_if(cache_dir_problems(config), "the run cannot start")
     raise_if(budget_problems(config, job_params),
              "the run cannot start under its budget (price these models, or set no budget)")
+    retired, retiring = retirement_problems(config, job_params, today)
+    for line in retiring:
+        warn(line)
+    raise_if(retired, "the run cannot start (models their providers no longer serve)")
     errors, warnings = key_problems(config, job_params)
     for line in warnings:
         warn(line)
     raise_if(errors, "the run cannot start (set the keys, or import a cache holding the answers)")
+    refused, warned = preflight_problems(config, job_params)
+    for line in warned:
+        warn(line)
+    raise_if(refused, "the preflight refused these models before any paid call (change them "
+                      "as each line says, or turn it off with llm.preflight: false)")
+
+
+def preflight_problems(config: Mapping[str, Any], job_params: Iterable[Any] | None = None,
+                       ) -> tuple[list[str], list[str]]:
+    """(refused, warnings): rubriclab.llm.preflight's free lookup of each remote model of the
+    jobs about to run (all the config names, without `job_params`) on its provider's models
+    endpoint, one line per model naming the config key that names it. Nothing is looked up
+    where llm.preflight is false. Every model is looked up, even one the cache holds answers of
+    (a named run shares the cache with the pilot before it): only where its provider cannot be
+    reached, or it has no key (key_problems has warned of that), and the cache holds its
+    answers is the refusal a warning (an offline replay). Warnings also say which models were
+    not checked and which retire within the run's horizon (`run_horizon`)."""
+    from .llm.preflight import preflight
+    from .llm.settings import LLMConfig
+
+    llm = LLMConfig.from_dict(config.get("llm"), cache_dir=config.get("cache_dir"))
+    if not llm.preflight:
+        return [], []
+    remote = remote_models(config, job_params)
+    if not remote:
+        return [], []
+    hours, _ = run_horizon(config)
+    verdicts = preflight({m: llm.settings_for(m) for m in remote}, horizon_hours=hours)
+    cached = set(_models_with_answers(llm)) if any(v.offline for v in verdicts) else set()
+    refused: list[str] = []
+    warnings: list[str] = []
+    for v in verdicts:
+        named = f"model {v.model!r} ({remote[v.model]}), {v.provider}"
+        if v.refused and v.offline and v.model in cached:
+            if v.unreachable:
+                warnings.append(f"{named}: {v.reason}; the cache holds its answers, so only "
+                                "calls it answers can be made (an offline replay)")
+        elif v.refused:
+            refused.append(f"{named}: {v.message()}")
+        elif v.status == "unchecked":
+            warnings.append(f"{named}: not checked: {v.message()}")
+        else:
+            warnings += [f"{named}: {line}" for line in v.warnings]
+    return refused, warnings
+
+
+def _models_with_answers(llm: Any) -> list[str]:
+    """The models the call cache holds answers of (read only; a missing cache holds none)."""
+    from .llm.cache import open_cache
+
+    if not (llm.cache_url or llm.cache_path.is_file()):
+        return []
+    try:
+        with open_cache(llm, read_only=True) as cache:
+            return [model for model, _ in cache.counts_by_model()]
+    except FileNotFoundError:  # a PostgreSQL database with no cache yet
+        return []
 
 
 def raise_if(problems: list[str], heading: str) -> None:

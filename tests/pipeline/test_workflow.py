@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from rubriclab.files import model_slug
 from rubriclab.llm.cache import SQLiteCache
 from rubriclab.llm.fake import call_digest
 
@@ -188,17 +189,32 @@ def test_swapping_the_judge_reruns_the_judge_and_everything_after_it(finished_ru
     assert "prepare_dataset" not in plan and "fetch_raw" not in plan
 
 
-def test_missing_api_key_stops_the_run_before_its_first_job(finished_run):
+def test_a_retired_model_stops_the_run_before_its_first_job(finished_run):
     workdir, config = finished_run
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     result = subprocess.run(
         snakemake_cmd(workdir, config, "--config",
                       "models={'judge': 'anthropic/claude-sonnet-4-5-20250929'}",
                       "carry={'judges': ['anthropic/claude-sonnet-4-5-20250929']}",
                       "--", "results/carry/fig2/summedits/verdicts.csv"),
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode != 0
+    # litellm's map retires it 2026-11-30
+    assert ("model 'anthropic/claude-sonnet-4-5-20250929' (models.judge) retired on 2026-11-30 "
+            "(litellm's price map, deprecation_date)") in result.stderr
+    assert "localrule carry_fig2_judge" not in result.stdout + result.stderr  # no job started
+
+
+def test_missing_api_key_stops_the_run_before_its_first_job(finished_run):
+    workdir, config = finished_run
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    result = subprocess.run(
+        snakemake_cmd(workdir, config, "--config",
+                      "models={'judge': 'anthropic/claude-sonnet-4-6'}",
+                      "carry={'judges': ['anthropic/claude-sonnet-4-6']}",
+                      "--", "results/carry/fig2/summedits/verdicts.csv"),
         capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode != 0
-    assert ("model 'anthropic/claude-sonnet-4-5-20250929' (models.judge) needs ANTHROPIC_API_KEY "
+    assert ("model 'anthropic/claude-sonnet-4-6' (models.judge) needs ANTHROPIC_API_KEY "
             "in the environment, and the cache holds no answer of it") in result.stderr
     assert "message: None" not in result.stderr and "Traceback" not in result.stderr
     assert "localrule carry_fig2_judge" not in result.stdout + result.stderr  # no job started
@@ -504,7 +520,10 @@ def test_the_verdict_browser_of_the_run_loads_in_headless_chromium(finished_run)
         for study, n in counts.items():
             assert choose(browser, "f-study", study) == n > 0
         choose(browser, "f-study", "")
-        assert choose(browser, "f-judge", SECOND_JUDGE) == counts["carry"] // 2
+        # the second judge judges Recon only (carry.all_judges_on [recon], the default)
+        second = [p for p in results.glob(f"carry/judged/*/{model_slug(SECOND_JUDGE)}/verdicts.csv")]
+        assert [p.parts[-3] for p in second] == ["recon"]
+        assert choose(browser, "f-judge", SECOND_JUDGE) == len(pd.read_csv(second[0]))
         choose(browser, "f-judge", "")
         # every answer shown is the cached text of the key it names, or a note where none is
         shown = browser.evaluate("[...document.querySelectorAll('td.answer pre')]"

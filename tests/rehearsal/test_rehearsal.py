@@ -147,6 +147,25 @@ def test_the_models_the_server_makes_think_are_paper_yamls_thinkers():
         assert llm.settings_for(by_name[name]).reasoning_tokens > 0, by_name[name]
 
 
+def test_the_servers_claude_thinkers_are_the_ones_the_plan_prices_as_thinking():
+    """Two records of which Claude models think unasked: the rehearsal server's
+    (THINKING_BY_DEFAULT) and the plan's (pricing.CLAUDE_THINKING_BY_DEFAULT). Each anthropic
+    model of paper.yaml is in the one exactly when the other says it thinks."""
+    from rubriclab.llm.pricing import CLAUDE_THINKING_BY_DEFAULT
+    from rubriclab.rehearsal.run import (THINKING_BY_DEFAULT, merged_config, model_strings,
+                                         provider)
+
+    claude = [m.split("/", 1)[1] for m in model_strings(merged_config([PAPER]))
+              if provider(m) == "anthropic"]
+    assert claude
+    for name in claude:
+        assert (name in THINKING_BY_DEFAULT) == bool(
+            CLAUDE_THINKING_BY_DEFAULT.search(name.lower())), name
+    for name in THINKING_BY_DEFAULT:
+        if name.lower().startswith("claude"):
+            assert CLAUDE_THINKING_BY_DEFAULT.search(name.lower()), name
+
+
 def test_the_bill_holds_to_the_plan_made_before_the_run(rehearsed):
     """Issue 11: exact rows to the request, estimated rows within 10%, prompt tokens within 5%,
     per rule and model (rehearse() raises on any of these; the report keeps the numbers)."""

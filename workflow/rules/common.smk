@@ -6,7 +6,12 @@ import re
 import sys
 from importlib.resources import files
 
-from rubriclab.carry.chains import check_chain_config, planned_chains
+from rubriclab.carry.chains import (
+    agreement_datasets,
+    check_chain_config,
+    planned_chains,
+    planned_judges,
+)
 from rubriclab.carry.prompts import template_fingerprint as judge_prompt_fingerprint
 from rubriclab.transfer.prompts import (
     template_fingerprint as transfer_prompt_fingerprint,
@@ -36,6 +41,7 @@ from rubriclab.validate import (
     mirror_problems,
     model_problems,
     raise_if,
+    stand_in_problems,
     unknown_keys,
 )
 from rubriclab.labels import DATASET_TITLES, ModelLabels
@@ -55,6 +61,7 @@ _validated = validate_config(_given, _schema)
 raise_if(
     model_problems(configured_models(_validated)), "model strings that cannot be called"
 )
+raise_if(stand_in_problems(_validated), "invalid configuration")
 raise_if(mirror_problems(_validated), "invalid configuration")
 raise_if(endpoint_problems(_validated), "invalid configuration")
 # A named run (`run: <name>`) works in runs/<name>/, the cache and data mirror still shared.
@@ -282,7 +289,7 @@ SMALL_JOB = small_job_size()
 
 
 _LLM_CONFIG = LLMConfig.from_dict(config["llm"])
-LABELS = ModelLabels(config["labels"])
+LABELS = ModelLabels(config["labels"], stand_ins=config["stand_ins"])
 
 
 def labels_of(models):
@@ -339,7 +346,7 @@ def ledger_files():
 def verdict_browser_input(wildcards):
     """Every verdict table of the run, what labels and names its rows, and the judging
     rules' ledgers (what they recorded of answers that never parsed)."""
-    carry = [(d, slug) for d in CARRY_DATASETS for slug in JUDGE_BY_SLUG]
+    carry = [(d, slug) for d in CARRY_DATASETS for slug in carry_judges_on(d)]
     return {
         "fig2": expand(
             "results/carry/fig2/{dataset}/verdicts.csv", dataset=FIG2_DATASETS
@@ -426,6 +433,21 @@ CARRY_MODELS = {
 }
 JUDGE_BY_SLUG = {model_slug(model): model for model in CARRY_JUDGES}
 MAIN_JUDGE_SLUG = model_slug(JUDGE)
+# Judge slugs per carry dataset (rubriclab.carry.chains.planned_judges: carry.all_judges_on).
+CARRY_JUDGES_ON = planned_judges(
+    CARRY_DATASETS,
+    list(JUDGE_BY_SLUG),
+    MAIN_JUDGE_SLUG,
+    config["carry"]["all_judges_on"],
+)
+
+
+def carry_judges_on(dataset):
+    """Slugs of the judges that judge a carry dataset."""
+    return list(CARRY_JUDGES_ON[dataset])
+
+
+AGREEMENT_DATASETS = agreement_datasets(CARRY_JUDGES_ON, list(JUDGE_BY_SLUG))
 REVISER_BY_SLUG = {model_slug(model): model for model in REVISERS}
 MAIN_REVISER_SLUG = model_slug(REVISER)
 
@@ -473,7 +495,7 @@ def carry_judge_files(dataset, name):
     return expand(
         "results/carry/judged/{dataset}/{judge}/{name}",
         dataset=dataset,
-        judge=list(JUDGE_BY_SLUG),
+        judge=carry_judges_on(dataset),
         name=name,
     )
 
@@ -492,7 +514,7 @@ def carry_ledger_files():
         ]
         files += [
             f"results/ledger/carry_judge-{dataset}-{judge}.jsonl"
-            for judge in JUDGE_BY_SLUG
+            for judge in carry_judges_on(dataset)
         ]
     return files
 

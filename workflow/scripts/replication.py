@@ -6,7 +6,8 @@ from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])
 outputs = {name: Path(path) for name, path in snakemake.input.items()}
-with labels_in_use(ModelLabels(snakemake.config.get("labels"))):
+with labels_in_use(ModelLabels(snakemake.config.get("labels"),
+                                stand_ins=snakemake.config.get("stand_ins"))):
     table = replication_table(outputs, snakemake.config)
 table.to_csv(snakemake.output.csv, index=False)
 Path(snakemake.output.md).write_text(

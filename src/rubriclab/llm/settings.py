@@ -8,6 +8,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field, fields, replace
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -88,6 +89,11 @@ class ModelSettings:
     # this model at the provider; None: no limit.
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    # For providers that count input and output apart (the schema says which): prompt tokens a
+    # minute (Anthropic's ITPM counts uncached input only: cache reads are free of it) and
+    # completion tokens a minute (OTPM); None: no such limit.
+    input_tokens_per_minute: float | None = None
+    output_tokens_per_minute: float | None = None
     timeout_s: float = 120.0
     num_retries: int = 4
     backoff_s: float = 1.0
@@ -147,6 +153,9 @@ class ModelSettings:
     prompt_cache: bool = True
     # US dollars per million tokens, over litellm's price map (ModelPrice); per model only.
     price: ModelPrice | None = None
+    # The day the provider stops serving the model, over litellm's map (`deprecation_date`);
+    # per model only (rubriclab.llm.retirement).
+    retires: date | None = None
 
 
 class BatchNotSupported(ValueError):
@@ -285,6 +294,9 @@ class LLMConfig:
     # config says false (llm.cache_fake_answers). The model layer's own default keeps them, for
     # the tests that use a fake model as the stand-in for a paid one (resume, claims, keys).
     cache_fake_answers: bool = True
+    # Whether the checks before a run's first job look up each remote model of the jobs about
+    # to run on its provider's models endpoint, for free (rubriclab.llm.preflight).
+    preflight: bool = True
 
     def caches(self, model: str) -> bool:
         """Whether a model's answers are cached (every model's but fakes', unless asked)."""
@@ -352,11 +364,16 @@ class LLMConfig:
             if values.get("price") is not None:
                 values = {**values, "price": ModelPrice.from_dict(values["price"],
                                                                   f"{where}.price")}
+            if values.get("retires") is not None:
+                values = {**values, "retires": _retires(values["retires"], f"{where}.retires")}
             return replace(base, **values)
 
         if (raw.get("defaults") or {}).get("price") is not None:
             raise ValueError("llm.defaults: price is set per model (llm.per_model.<model>."
                              "price), in US dollars per million tokens")
+        if (raw.get("defaults") or {}).get("retires") is not None:
+            raise ValueError("llm.defaults: retires is set per model (llm.per_model.<model>."
+                             "retires), as the day its provider stops serving it")
         defaults = settings(ModelSettings(), raw.get("defaults") or {}, "llm.defaults")
         check_unusable_settings(defaults, "llm.defaults")
         if defaults.batch:
@@ -397,6 +414,7 @@ class LLMConfig:
             min_free_disk_mb=_min_free(raw.get("min_free_disk_mb", 100.0)),
             cache_fake_answers=_flag(raw.get("cache_fake_answers", True),
                                      "llm.cache_fake_answers"),
+            preflight=_flag(raw.get("preflight", True), "llm.preflight"),
         )
 
 
@@ -404,6 +422,22 @@ def _flag(value: Any, key: str) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{key}: expected true or false, got {value!r}")
     return value
+
+
+def _retires(value: Any, key: str) -> date:
+    """A retirement day from config: YAML reads an unquoted 2026-12-01 as a date, a quoted one
+    (or --config) as a string."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    raise ValueError(f"{key}: expected a date as YYYY-MM-DD (the day the provider stops serving "
+                     f"the model), got {value!r}")
 
 
 def _min_free(value: Any) -> float:

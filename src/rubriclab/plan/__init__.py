@@ -18,6 +18,14 @@ expert rubrics are cheap, so
 
 plans the judging on the real rubrics' criteria, and the degraded responses on the real
 restated rubrics, rather than on stand-ins.
+
+After a pilot (a small paid run of the same models, `make pilot`),
+
+    rubriclab plan --configfile config/paper.yaml --measured-from runs/pilot
+
+plans with what the pilot's calls measured (rubriclab.plan.measured: answers' lengths per rule
+and model, each model's thinking share, batch prompt-cache hit rate and latency) in place of
+the plan's assumptions, where it measured them; the markdown says which at its top.
 """
 
 from __future__ import annotations
@@ -33,18 +41,22 @@ DEFAULT_FREE_TEXT_SHARE = 0.25
 
 def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_args: list[str],
                *, free_text_share: float | None = DEFAULT_FREE_TEXT_SHARE, cores: int = 1,
-               targets: list[str] | None = None, calibrate: bool = False):
+               targets: list[str] | None = None, calibrate: bool = False,
+               measured=None):
     """(per-job plan table, markdown, config digest); writes nothing but the prepared data
     (and, with `calibrate`, a local model's measured speed beside the cache).
 
     A local model's hours are its measured speed on this machine (rubriclab.plan.speed): from
     the ledgers of an earlier run in the working directory, else a calibration made earlier
-    here, else, with `calibrate`, one made now (seconds); else they are assumed."""
+    here, else, with `calibrate`, one made now (seconds); else they are assumed.
+
+    `measured`: what a pilot measured (rubriclab.plan.measured.read_pilot), used in place of
+    the assumptions: answers' lengths, thinking shares, batch prompt-cache hit rates, latency."""
     from rubriclab.llm.cache import SQLiteCache
     from rubriclab.llm.settings import LLMConfig
 
     from .dag import load_workflow, run_model_free_prefix
-    from .planner import StandIn, plan_workflow
+    from .planner import StandIn, plan_workflow, with_measures
     from .report import config_digest, plan_markdown, plan_table
     from .speed import measured_speed
 
@@ -65,34 +77,38 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
     else:
         cache = SQLiteCache(cache_path) if cache_path.is_file() else None
     try:
-        rows = plan_workflow(workflow, StandIn(free_text_share), cache)
+        shares = measured.free_text_shares() if measured is not None else None
+        rows = plan_workflow(workflow, StandIn(free_text_share, shares), cache)
     finally:
         if cache is not None:
             cache.close()
+    if measured is not None:
+        rows = with_measures(rows, measured)
     speeds = {model: measured_speed(model, workflow.workdir, llm, may_calibrate=calibrate)
               for model in sorted({r.model for r in rows if r.model.startswith("local/")})}
-    table = plan_table(rows, llm, speeds)
+    if measured is not None:  # the pilot's latencies, where nothing here measured the model
+        speeds.update({m: s for m, s in measured.latency.items() if speeds.get(m) is None})
+    table = plan_table(rows, llm, speeds, measured=measured)
     table.attrs["workdir"] = str(workflow.workdir)  # runs/<name>/ for a named run
     digest = config_digest(workflow.config)
     name = ", ".join(str(p) for p in configfiles) or "config/config.yaml"
     finished = collections.Counter(job.rule for job in workflow.jobs
                                    if job.calls_model and not job.needs_run)
     markdown = plan_markdown(table, config_name=name, digest=digest,
-                             free_text_share=free_text_share, finished_jobs=finished)
+                             free_text_share=free_text_share, finished_jobs=finished,
+                             measured=measured)
     return table, markdown, digest
 
 
 def parse_config_args(values: list[str]) -> dict:
-    """KEY=VALUE pairs as Snakemake's --config reads them (YAML values)."""
-    import yaml
+    """KEY=VALUE pairs as Snakemake's --config reads them (rubriclab.config.config_overrides:
+    Snakemake's own parser)."""
+    from rubriclab.config import ConfigError, config_overrides
 
-    parsed = {}
-    for value in values:
-        key, sep, raw = value.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"rubriclab plan: --config takes KEY=VALUE, got {value!r}")
-        parsed[key] = yaml.safe_load(raw) if raw else raw
-    return parsed
+    try:
+        return config_overrides(values)
+    except ConfigError as exc:
+        raise SystemExit(f"rubriclab plan: {exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,6 +142,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not time a local model here when neither an earlier run's "
                              "ledgers nor an earlier calibration measured it (its hours are "
                              "then assumed)")
+    parser.add_argument("--measured-from", type=Path, default=None, metavar="PILOT_DIR",
+                        help="a pilot's working directory (runs/pilot after `make pilot`): "
+                             "plan with what its calls measured (answers' lengths, thinking, "
+                             "batch prompt-cache hits, latency) in place of the assumptions, "
+                             "where it measured them")
     parser.add_argument("--rehearsal-answers", action="store_true",
                         help="free-text answers as the rehearsal server gives them (to plan "
                              "a rehearsal)")
@@ -141,11 +162,25 @@ def run(args: argparse.Namespace, write_plan) -> int:
     if args.data_mirror:
         config_args.append(f"data_mirror={Path(args.data_mirror).resolve()}")
     share = None if args.rehearsal_answers else args.free_text_share
+    measured = None
+    if args.measured_from is not None:
+        from .measured import PilotError, read_pilot
+
+        try:
+            measured = read_pilot(args.measured_from)
+        except PilotError as exc:
+            print(f"rubriclab plan: --measured-from: {exc}", file=sys.stderr)
+            return 2
     table, markdown, digest = build_plan(snakefile, args.directory, list(args.configfile),
                                          config_args, free_text_share=share, cores=args.cores,
-                                         calibrate=not args.no_calibration)
+                                         calibrate=not args.no_calibration, measured=measured)
     paths = write_plan(table, markdown, Path(table.attrs["workdir"]), digest)
     print(markdown)
+    from .report import worst_case_hours
+    from .retirement import retirement_warnings
+
+    for line in retirement_warnings(table, worst_case_hours(table)):
+        print(f"warning: {line}", file=sys.stderr)
     print(f"written: {', '.join(str(p) for p in paths)} ({time.monotonic() - started:.0f} s)")
     return 0
 

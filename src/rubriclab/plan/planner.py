@@ -26,9 +26,10 @@ import os
 import random
 import runpy
 import shutil
+import sys
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,9 @@ class StandIn:
     """
 
     free_text_share: float | None = None
+    # Per model, the share a pilot measured (rubriclab.plan.measured), in place of
+    # free_text_share (where that is set).
+    free_text_shares: Mapping[str, float] | None = None
     # The server answers each asking of the same messages afresh (a model sampled again), so
     # seeds and trials that send equal messages as distinct requests get distinct answers
     # there; the stand-in counts askings the same way. One request asked again (a cache hit
@@ -90,7 +94,8 @@ class StandIn:
         self._askings[prompt] += 1
         _, text = standins.answer(messages, served, nth)
         if self.free_text_share is not None and get_format(request.response_format).free_text:
-            words = max(1, int(request.max_tokens * self.free_text_share * 0.75))
+            share = (self.free_text_shares or {}).get(request.model, self.free_text_share)
+            words = max(1, int(request.max_tokens * share * 0.75))
             text = f"{text} {_filler(words)}"
         self._answers[request] = text
         return text
@@ -115,6 +120,10 @@ class RowTotals:
     answers_sampled: int = 0
     answer_tokens_sampled: int = 0
     requests_list: list[Request] = field(default_factory=list)
+    # The DAG jobs that made these requests, and the askings (job, n-th LLMClient.run of the
+    # job) in which some of them to pay were sent to a batch (llm.per_model.<model>.batch).
+    jobs: set[int] = field(default_factory=set)
+    batch_askings: set[tuple[int, int]] = field(default_factory=set)
 
     @property
     def completion_tokens_to_pay(self) -> int:
@@ -143,6 +152,7 @@ class Planner:
     runs_in_job: int = 0
     labels_in_job: set[tuple[str, str, str]] = field(default_factory=set)
     current_rule: str = ""
+    current_job: int = -1
 
     def answer(self, client: Any, requests: Sequence[Request], label: str) -> list[Completion]:
         self.runs_in_job += 1
@@ -153,6 +163,7 @@ class Planner:
             row_key = (self.current_rule, rule, request.model)
             totals = self.rows.setdefault(row_key, RowTotals())
             self.labels_in_job.add(row_key)
+            totals.jobs.add(self.current_job)
             chars = sum(len(m.content) for m in request.messages)
             totals.requests += 1
             totals.prompt_chars += chars
@@ -176,6 +187,9 @@ class Planner:
                 totals.prompt_chars_to_pay += chars
                 totals.thinking_cap_to_pay += thinking_cap(request)
                 totals.requests_list.append(request)
+                config = getattr(client, "config", None)  # (a test's client may have none)
+                if config is not None and config.batch_for(request.model, request.role):
+                    totals.batch_askings.add((self.current_job, self.runs_in_job))
                 if self.answers_needed or sampled:
                     text = self.stand_in.answer(request)
                     totals.answers_sampled += 1
@@ -229,11 +243,56 @@ class PlannedRow:
     completion_tokens_to_pay: int   # thinking at its expected share (THINKING_SHARES)
     to_pay_requests: list[Request] = field(default_factory=list, repr=False)
     thinking_tokens_cap: int = 0    # the most the requests to pay can think, together
+    # Where the row sits in the run's DAG, for the batch waits on its critical path
+    # (rubriclab.plan.hours): the jobs (PlannedJob.index) whose requests it counts, per job the
+    # model jobs it waits for (directly or not; each job its own, not the row's union), and
+    # the askings (job, n-th LLMClient.run of the job) that sent some of its requests to pay
+    # to a batch.
+    jobs: tuple[int, ...] = ()
+    after: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    batch_askings: tuple[tuple[int, int], ...] = ()
+    # The share of its cap the expected thinking takes (in completion_tokens_to_pay):
+    # THINKING_SHARES' expected one, or the model's as a pilot measured it (`with_measures`).
+    thinking_share: float = THINKING_SHARES["expected"]
+    # Where the answers' lengths come from: "stand-in" (the stand-in answers, free text at
+    # its share of the budget), "pilot" (a pilot's answers of the same ledger label and
+    # model), "pilot (<stem>)" (of the same label stem and model).
+    answers: str = "stand-in"
 
     def completion_tokens_at(self, share: float) -> int:
         """Completion tokens to pay with thinking at `share` of its cap."""
         return max(0, self.completion_tokens_to_pay
-                   + round((share - THINKING_SHARES["expected"]) * self.thinking_tokens_cap))
+                   + round((share - self.thinking_share) * self.thinking_tokens_cap))
+
+    def thinking_shares(self) -> dict[str, float]:
+        """Low, expected and high share of the cap: THINKING_SHARES, with the expected one
+        measured where a pilot measured it (the low and high then widened to hold it)."""
+        return {"low": min(THINKING_SHARES["low"], self.thinking_share),
+                "expected": self.thinking_share,
+                "high": max(THINKING_SHARES["high"], self.thinking_share)}
+
+
+def with_measures(rows: Sequence[PlannedRow], measures: Any) -> list[PlannedRow]:
+    """The rows with what a pilot measured (`rubriclab.plan.measured.PilotMeasures`) in place
+    of the assumptions: each model's thinking share where measured, and each row's answers at
+    the pilot's visible answer tokens per request of the same ledger label and model (else of
+    the same label stem), where measured; the rest as planned."""
+    measured = []
+    for row in rows:
+        share = measures.thinking_share(row.model)
+        share = row.thinking_share if share is None else share
+        answers = row.completion_tokens_to_pay - round(row.thinking_share
+                                                       * row.thinking_tokens_cap)
+        source = row.answers
+        found = measures.answer_length(row.label, row.model)
+        if found is not None:
+            per_request = found[0].answer_tokens_for(may_think=row.thinking_tokens_cap > 0)
+            if per_request is not None:
+                answers, source = round(row.to_pay * per_request), found[1]
+        measured.append(replace(
+            row, thinking_share=share, answers=source,
+            completion_tokens_to_pay=max(0, answers) + round(share * row.thinking_tokens_cap)))
+    return measured
 
 
 def plan_workflow(workflow: Workflow, stand_in: StandIn, cache: Any = None) -> list[PlannedRow]:
@@ -254,6 +313,7 @@ def plan_workflow(workflow: Workflow, stand_in: StandIn, cache: Any = None) -> l
                 planner.runs_in_job = 0
                 planner.labels_in_job = set()
                 planner.current_rule = job.rule
+                planner.current_job = job.index
                 stand_in_inputs = any(str(f) in shadowed for f in job.input)
                 planner.answers_needed = job.index in read_later
                 _execute(job, workflow.config, shadow, shadowed)
@@ -266,6 +326,7 @@ def plan_workflow(workflow: Workflow, stand_in: StandIn, cache: Any = None) -> l
         os.chdir(previous)
         logging.basicConfig(handlers=[logging.NullHandler()], force=True)
         shutil.rmtree(shadow, ignore_errors=True)
+    upstream = _model_jobs_upstream(workflow)
     rows = []
     for (rule, label, model), totals in planner.rows.items():
         if totals.requests == totals.cached:
@@ -281,8 +342,25 @@ def plan_workflow(workflow: Workflow, stand_in: StandIn, cache: Any = None) -> l
                                                 totals.prompt_chars_to_pay),
             completion_tokens_to_pay=totals.completion_tokens_to_pay,
             to_pay_requests=totals.requests_list,
-            thinking_tokens_cap=totals.thinking_cap_to_pay))
+            thinking_tokens_cap=totals.thinking_cap_to_pay,
+            jobs=tuple(sorted(totals.jobs)),
+            after={j: tuple(sorted(upstream[j])) for j in sorted(totals.jobs)},
+            batch_askings=tuple(sorted(totals.batch_askings))))
     return rows
+
+
+def _model_jobs_upstream(workflow: Workflow) -> dict[int, frozenset[int]]:
+    """Per job of the DAG, the jobs calling a model that it needs, directly or not."""
+    upstream: dict[int, frozenset[int]] = {}
+    calls_model = {job.index: job.calls_model for job in workflow.jobs}
+    for job in workflow.jobs:  # every job after the jobs it needs
+        found: set[int] = set()
+        for n in job.needs:
+            found |= upstream[n]
+            if calls_model[n]:
+                found.add(n)
+        upstream[job.index] = frozenset(found)
+    return upstream
 
 
 def _jobs_to_plan(workflow: Workflow) -> list[PlannedJob]:
@@ -328,6 +406,11 @@ def _execute(job: PlannedJob, config: dict, shadow: Path, shadowed: set[str]) ->
         output=files(job.output, into_shadow), log=files(job.log, into_shadow),
         params=job.params, wildcards=job.wildcards, config=config, threads=1,
         resources=job.resources, rule=job.rule)
+    # A script sets up logging for its job (rubriclab.runtime.configure_logging: handlers on
+    # the silenced stderr and the shadow log, an excepthook into them): the plan's own are put
+    # back after it, or the plan's errors would be written only where no one reads them.
+    root = logging.getLogger()
+    handlers, level, excepthook = root.handlers[:], root.level, sys.excepthook
     with contextlib.redirect_stderr(io.StringIO()):
         try:
             runpy.run_path(str(job.script), init_globals={"snakemake": context},
@@ -335,6 +418,13 @@ def _execute(job: PlannedJob, config: dict, shadow: Path, shadowed: set[str]) ->
         except Exception as exc:
             raise RuntimeError(f"plan: rule {job.rule} ({dict(job.wildcards)}) failed on its "
                                f"stand-in inputs: {type(exc).__name__}: {exc}") from exc
+        finally:
+            for handler in root.handlers:
+                if handler not in handlers:
+                    handler.close()
+            root.handlers[:] = handlers
+            root.setLevel(level)
+            sys.excepthook = excepthook
 
 
 @dataclass

@@ -13,11 +13,14 @@ from typing import Any
 import pandas as pd
 
 from rubriclab.llm.batch import BATCH_PROVIDERS
-from rubriclab.llm.pricing import is_free, is_priced, price, provider_of
+from rubriclab.llm.pricing import (is_free, is_priced, price, price_requests, provider_of,
+                                   tier_thresholds)
 from rubriclab.llm.prompt_cache import cacheable_prefixes, min_cacheable_tokens, prefix_text
 from rubriclab.llm.settings import LLMConfig
 
+from .hours import BATCH_WINDOWS, batch_critical_path, limit_hours
 from .planner import THINKING_SHARES, PlannedRow
+from .retirement import add_retirement, retirement_lines
 from .speed import Speed
 
 # Besides the rate limits (llm.per_model.<model>.requests_per_minute / tokens_per_minute), hours
@@ -45,6 +48,10 @@ PLAN_COLUMNS = [
     "thinking_tokens_to_pay", "thinking_tokens_cap", "cost_low_usd", "cost_high_usd",
     "batch_cost_low_usd", "batch_cost_high_usd", "configured_cost_low_usd",
     "configured_cost_high_usd", "price_source", "hours_bound",
+    # where the answers' lengths come from: stand-in, or a pilot (rubriclab.plan.measured)
+    "answers",
+    # the day the model's provider stops serving it, or empty (rubriclab.plan.retirement)
+    "retires",
 ]
 # How the config has a row's requests priced: llm.per_model.<model>.batch, and prompt_cache
 # (on by default) where a prefix qualifies.
@@ -110,33 +117,50 @@ def _batched(row: PlannedRow, llm: LLMConfig) -> bool:
     return any(llm.batch_for(row.model, r.role) for r in row.to_pay_requests)
 
 
+def batch_cache_hit_rates(model: str, measured: Any = None) -> dict[str, float]:
+    """BATCH_CACHE_HIT_RATES, with the expected rate the model's as a pilot measured it
+    (rubriclab.plan.measured), where it did (the low bill's rate then at least that)."""
+    rate = None if measured is None else measured.batch_cache_hit_rate(model)
+    if rate is None:
+        return BATCH_CACHE_HIT_RATES
+    return {"low": max(BATCH_CACHE_HIT_RATES["low"], rate), "expected": rate,
+            "high": BATCH_CACHE_HIT_RATES["high"]}
+
+
 def plan_table(rows: Sequence[PlannedRow], llm: LLMConfig,
-               speeds: Mapping[str, Speed | None] | None = None) -> pd.DataFrame:
-    """`speeds`: the measured speed of each local model (None: not measured)."""
+               speeds: Mapping[str, Speed | None] | None = None,
+               measured: Any = None) -> pd.DataFrame:
+    """`speeds`: the measured speed of each local model (None: not measured), and of each
+    model a pilot timed; `measured`: a pilot's measures (rubriclab.plan.measured), whose
+    batch prompt-cache hit rates replace the expected one."""
     records = []
     for row in rows:
         caching = prompt_caching(row)
         prompt = row.prompt_tokens_to_pay
         settings = llm.settings_for(row.model)
         configured = settings.price
+        each = prompt_tokens_each(row) if configured is None and tier_thresholds(row.model) \
+            else None  # a tiered price applies per request (rubriclab.llm.pricing)
         batchable = provider_of(row.model) in BATCH_PROVIDERS
         pricing = (BATCH if _batched(row, llm)
                    else PROMPT_CACHING if settings.prompt_cache and caching.qualifying
                    else STANDARD)
         cached_in_batch = settings.prompt_cache and caching.qualifying > 0
         costs = {}
-        for level, share in THINKING_SHARES.items():
+        for level, share in row.thinking_shares().items():
             completion = row.completion_tokens_at(share)
-            hits = BATCH_CACHE_HIT_RATES[level] if cached_in_batch else 0.0
+            hits = batch_cache_hit_rates(row.model, measured)[level] if cached_in_batch else 0.0
             costs[level] = {
-                STANDARD: _price(row.model, prompt, completion, configured=configured),
+                STANDARD: _price(row.model, prompt, completion, configured=configured,
+                                 each=each),
                 BATCH: _price(row.model, prompt, completion, batch=True, configured=configured,
+                              each=each,
                               cache_read_tokens=round(hits * caching.read_tokens),
                               cache_write_tokens=caching.write_tokens
                               + round((1 - hits) * caching.read_tokens) if cached_in_batch
                               else 0)
                 if batchable else math.nan,
-                PROMPT_CACHING: _price(row.model, prompt, completion,
+                PROMPT_CACHING: _price(row.model, prompt, completion, each=each,
                                        cache_read_tokens=caching.read_tokens,
                                        cache_write_tokens=caching.write_tokens,
                                        configured=configured)}
@@ -152,59 +176,106 @@ def plan_table(rows: Sequence[PlannedRow], llm: LLMConfig,
             cache_read_tokens=caching.read_tokens, cost_usd=expected[STANDARD],
             batch_cost_usd=expected[BATCH], prompt_cached_cost_usd=expected[PROMPT_CACHING],
             pricing=pricing, configured_cost_usd=expected[pricing], hours=math.nan,
-            thinking_tokens_to_pay=round(THINKING_SHARES["expected"] * row.thinking_tokens_cap),
+            thinking_tokens_to_pay=round(row.thinking_share * row.thinking_tokens_cap),
             thinking_tokens_cap=row.thinking_tokens_cap,
             cost_low_usd=costs["low"][STANDARD], cost_high_usd=costs["high"][STANDARD],
             batch_cost_low_usd=costs["low"][BATCH], batch_cost_high_usd=costs["high"][BATCH],
             configured_cost_low_usd=costs["low"][pricing],
             configured_cost_high_usd=costs["high"][pricing], price_source=source,
-            hours_bound="",
+            hours_bound="", answers=row.answers,
         ))
     table = pd.DataFrame(records, columns=PLAN_COLUMNS)
     _add_hours(table, llm, speeds or {})
+    # the batch waits in series on the run's DAG, as the config sends each row
+    table.attrs["batch_path"] = batch_critical_path(rows, lambda row: _batched(row, llm))
+    add_retirement(table, llm)
     return table
 
 
 def _add_hours(table: pd.DataFrame, llm: LLMConfig,
                speeds: Mapping[str, Speed | None]) -> None:
-    """Hours without batch mode. A model's rate limits hold for the whole run (every job of
-    the model shares them), so its requests and tokens are summed over all its rules and
-    divided by each limit; its concurrency bounds it too, as one job at a time
-    (`SECONDS_PER_REQUEST`, `COMPLETION_TOKENS_PER_S`). The slowest of these binds, and each
-    row gets its share of that time. A local model answers one request at a time in its job
-    (one llama.cpp context), at its measured speed where there is one (`speeds`), else at the
-    assumed one (bound "assumed")."""
+    """Hours without batch mode, each model bound by its provider's limits as the provider
+    counts them (rubriclab.plan.hours.limit_hours). A model's rate limits hold for the whole
+    run (every job of the model shares them), so its requests and tokens are summed over all
+    its rules and divided by each limit; its concurrency bounds it too, as one job at a time
+    (`SECONDS_PER_REQUEST`, `COMPLETION_TOKENS_PER_S`, or the latency a pilot measured). The
+    slowest of these binds, and each row gets its share of that time (`hours`, at the
+    expected thinking). A local model answers one request at a time in its job (one llama.cpp
+    context), at its measured speed where there is one (`speeds`), else at the assumed one
+    (bound "assumed").
+
+    `table.attrs["hours"]`, per model: hours at the expected and at the high thinking level
+    (every request thinking to its cap) and their bounds, for all its rows without batch mode
+    and for the rows the config sends as ordinary calls ("run_..."; its batched rows wait on
+    batch windows instead)."""
     table.attrs["speeds"] = {}
+    table.attrs["hours"] = {}
     for model, rows in table.groupby("model").groups.items():
         part = table.loc[rows]
         settings = llm.settings_for(model)
-        if str(model).startswith("local/"):
-            speed = speeds.get(model)
-            if speed is not None:
-                seconds = speed.seconds(part["to_pay"], part["prompt_tokens_to_pay"],
-                                        part["completion_tokens_to_pay"])
-                table.loc[rows, "hours"] = (seconds / 3600).astype(float)
-                table.loc[rows, "hours_bound"] = "measured"
-                table.attrs["speeds"][model] = speed.describe()
-                continue
-        tokens = part["prompt_tokens_to_pay"] + part["completion_tokens_to_pay"]
-        seconds = (part["to_pay"] * SECONDS_PER_REQUEST
-                   + part["completion_tokens_to_pay"] / COMPLETION_TOKENS_PER_S)
-        by_bound = {"concurrency": seconds / max(1, settings.concurrency) / 3600}
-        if settings.requests_per_minute:
-            by_bound["requests_per_minute"] = part["to_pay"] / settings.requests_per_minute / 60
-        if settings.tokens_per_minute:
-            by_bound["tokens_per_minute"] = tokens / settings.tokens_per_minute / 60
-        bound = max(by_bound, key=lambda name: by_bound[name].sum())
-        table.loc[rows, "hours"] = by_bound[bound].astype(float)
+        speed = speeds.get(model)
         local = str(model).startswith("local/")
-        table.loc[rows, "hours_bound"] = "assumed" if local else bound
+        if speed is not None:
+            table.attrs["speeds"][model] = speed.describe()
+        reads = part["cache_read_tokens"] if settings.prompt_cache else 0 * part["to_pay"]
+
+        def hours(which: pd.Series, completion: pd.Series) -> tuple[str, pd.Series]:
+            """The binding bound of these rows' requests, and each row's share of its hours."""
+            to_pay, prompt = part["to_pay"][which], part["prompt_tokens_to_pay"][which]
+            completion = completion[which]
+            if speed is not None:  # local: its speed here; an API model: a pilot's latency
+                seconds = speed.seconds(to_pay, prompt, completion)
+                if local:
+                    return "measured", (seconds / 3600).astype(float)
+            else:
+                seconds = to_pay * SECONDS_PER_REQUEST + completion / COMPLETION_TOKENS_PER_S
+            by_bound = limit_hours(model, settings, to_pay, prompt, reads[which], completion,
+                                   seconds)
+            bound = max(by_bound, key=lambda name: by_bound[name].sum())
+            return ("assumed" if local else bound), by_bound[bound].astype(float)
+
+        everything = part["to_pay"] >= 0
+        unbatched = part["pricing"] != BATCH
+        expected = part["completion_tokens_to_pay"]
+        high = (expected - part["thinking_tokens_to_pay"] + part["thinking_tokens_cap"])
+        bound, row_hours = hours(everything, expected)
+        table.loc[rows, "hours"] = row_hours
+        table.loc[rows, "hours_bound"] = bound
+        high_bound, high_hours = hours(everything, high)
+        run_hours = hours(unbatched, expected)[1] if unbatched.any() else row_hours[:0]
+        run_high = hours(unbatched, high)[1] if unbatched.any() else row_hours[:0]
+        table.attrs["hours"][model] = dict(
+            expected=float(row_hours.sum()), bound=bound, high=float(high_hours.sum()),
+            high_bound=high_bound, thinks=bool(part["thinking_tokens_cap"].sum() > 0),
+            batched=bool((~unbatched & (part["to_pay"] > 0)).any()),
+            run_expected=float(run_hours.sum()), run_high=float(run_high.sum()))
 
 
-def _price(model: str, prompt: int, completion: int, **kind: Any) -> float:
-    """NaN where the price is unknown (never $0), or where there is no batch API."""
-    value = price(model, prompt, completion, **kind)
+def _price(model: str, prompt: int, completion: int, *, each: list[int] | None = None,
+           **kind: Any) -> float:
+    """NaN where the price is unknown (never $0), or where there is no batch API. `each`: the
+    prompt tokens of each request (summing to `prompt`), for a price that depends on a
+    request's size (tiers: `price_requests`)."""
+    value = (price(model, prompt, completion, **kind) if each is None
+             else price_requests(model, each, completion, **kind))
     return math.nan if value is None else value
+
+
+def prompt_tokens_each(row: PlannedRow) -> list[int]:
+    """Each request's prompt tokens, at the row's tokens per character (as `prompt_caching`
+    counts prefixes), summing to the row's prompt tokens to pay; each at the row's mean where
+    the row has no requests to read."""
+    total, n = row.prompt_tokens_to_pay, row.to_pay
+    chars = [sum(len(m.content) for m in r.messages) for r in row.to_pay_requests]
+    if len(chars) != n or not sum(chars):
+        chars = [1] * n
+    if not n:
+        return []
+    exact = [total * c / sum(chars) for c in chars]
+    each = [math.floor(x) for x in exact]
+    for i in sorted(range(n), key=lambda i: each[i] - exact[i])[:total - sum(each)]:
+        each[i] += 1  # largest remainders first: the sum is the row's
+    return each
 
 
 def by_rule_and_model(table: pd.DataFrame) -> pd.DataFrame:
@@ -216,7 +287,7 @@ def by_rule_and_model(table: pd.DataFrame) -> pd.DataFrame:
     for column in COST_COLUMNS:
         summed[column] = grouped[column].sum(min_count=1).where(
             ~grouped[column].apply(lambda s: s.isna().any()))
-    for column in ("basis", "pricing", "price_source", "hours_bound"):
+    for column in ("basis", "pricing", "price_source", "hours_bound", "answers"):
         summed[column] = grouped[column].agg(
             lambda s: s.iloc[0] if s.nunique() == 1 else "mixed")
     summed["jobs"] = grouped.size()
@@ -245,8 +316,9 @@ def _range(low: pd.Series, expected: pd.Series, high: pd.Series) -> str:
 
 
 def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
-                  free_text_share: float | None, finished_jobs: Mapping[str, int] | None = None
-                  ) -> str:
+                  free_text_share: float | None, finished_jobs: Mapping[str, int] | None = None,
+                  measured: Any = None) -> str:
+    """`measured`: the pilot whose measures the table was planned with (stated at the top)."""
     summary = by_rule_and_model(table)
     paid = summary[summary["to_pay"] > 0]
     batch_capable = {m for m in table["model"]
@@ -256,6 +328,7 @@ def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
     lines = [
         f"# Plan: {config_name}",
         "",
+        *_pilot_lines(table, measured),
         f"Config digest `{digest}`. Requests each rule will make per model, before any model "
         "is called: `cached` are answered by the call cache, `earlier` by an earlier job of "
         "the same run (the same request), `to pay` reach a model. *exact* rows are rendered "
@@ -299,7 +372,8 @@ def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
         if r.cache_qualifying:
             caching += f" ({r.cache_qualifying:,})"
         lines.append(
-            f"| {r.rule} | `{r.model}` | {r.basis} | {r.jobs} | {r.requests:,} | {r.cached:,} |"
+            f"| {r.rule} | `{r.model}` | {r.basis}{_answers_note(r.answers)} | {r.jobs} |"
+            f" {r.requests:,} | {r.cached:,} |"
             f" {r.answered_earlier:,} | {r.to_pay:,} | {r.prompt_tokens_to_pay:,} |"
             f" {r.completion_tokens_to_pay:,} ({r.thinking_tokens_to_pay:,}) |"
             f" {_dollars(r.cost_usd)} |"
@@ -337,9 +411,64 @@ def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
         "this.",
         *_unknown_prices(paid, batch_capable),
         *_hours_lines(table),
+        *retirement_lines(table, worst_case_hours(table)),
         "",
     ]
     return "\n".join(lines)
+
+
+def _answers_note(answers: str) -> str:
+    """Beside a row's basis: where its answers' lengths come from, unless the stand-ins."""
+    return "" if answers == "stand-in" else f"; answers: {answers}"
+
+
+def _pilot_lines(table: pd.DataFrame, measured: Any) -> list[str]:
+    """What a pilot measured and the plan used in place of its assumptions, and what stayed
+    assumed (rubriclab.plan.measured)."""
+    if measured is None:
+        return []
+    to_pay = table[table["to_pay"] > 0]
+    models = sorted(set(to_pay["model"]))
+    from_pilot = int((to_pay["answers"] != "stand-in").sum())
+    digest = (f"config digest `{measured.digest}`" if measured.digest
+              else "no results/effective_config.yaml there, so no config digest")
+    n_models = len(measured.calls_by_model)
+
+    def listed(values: Mapping[str, str], otherwise: str) -> str:
+        return "; ".join(f"`{m}` {v}" for m, v in sorted(values.items())) or otherwise
+
+    thinking = {m: f"{measured.thinking[m].share:.0%} ({measured.thinking[m].calls:,} calls)"
+                for m in models if m in measured.thinking}
+    hits = {m: f"{measured.batch_cache[m].rate:.0%} ({measured.batch_cache[m].calls:,} calls)"
+            for m in models if m in measured.batch_cache}
+    free = {m: f"{measured.free_text[m].share:.0%} ({measured.free_text[m].calls:,} answers)"
+            for m in models if m in measured.free_text}
+    latency = {m: measured.latency[m].describe().replace(f"{measured.latency[m].source}, ", "")
+               for m in models if m in measured.latency}
+    absent = [f"`{m}`" for m in models if m not in measured.calls_by_model]
+    return [
+        f"**Measured by a pilot** in `{measured.workdir}` ({digest}; {measured.calls:,} calls "
+        f"that reached a model, of {n_models} model{'s' if n_models != 1 else ''}, in "
+        f"{measured.ledger_files} ledger files; answers' texts: {measured.answers_from}). "
+        "In place of the assumptions stated below (rubriclab.plan.measured):",
+        f"- answers' lengths: {from_pilot} of {len(to_pay)} rows to pay (`answers`: `pilot`, "
+        "the pilot's answers of the same ledger label and model; `pilot (<rule>)`, of the same "
+        "rule; `stand-in`: as assumed);",
+        "- the share of its budget a free-text answer fills, for the stand-in answers that later "
+        f"prompts quote (a response a judge reads): {listed(free, 'none measured')};",
+        "- expected thinking, as a share of each request's cap (the low and high totals keep "
+        f"theirs): {listed(thinking, 'none measured')};",
+        "- expected batch prompt-cache hit rate (prompt tokens read over read and written; a "
+        "prefix's first write counts as a miss, so it errs low): "
+        f"{listed(hits, 'none measured')};",
+        "- latency, in place of "
+        f"{SECONDS_PER_REQUEST:g} s a request plus {COMPLETION_TOKENS_PER_S:g} completion "
+        f"tokens a second in the hours: {listed(latency, 'none measured')}.",
+        "- Still assumed: everything not named above"
+        + (f", and every figure of the models the pilot did not call ({', '.join(absent)})"
+           if absent else "") + ".",
+        "",
+    ]
 
 
 def _finished_note(finished_jobs: Mapping[str, int] | None) -> str:
@@ -379,6 +508,14 @@ def _unknown_prices(paid: pd.DataFrame, batch_capable: set[str]) -> list[str]:
     return lines
 
 
+_BOUND_NAMES = {"requests_per_minute": "requests a minute",
+                "tokens_per_minute": "tokens a minute",
+                "input_tokens_per_minute": "input tokens a minute",
+                "output_tokens_per_minute": "output tokens a minute",
+                "concurrency": "concurrency", "measured": "measured speed",
+                "assumed": "assumed speed: not measured"}
+
+
 def _hours_lines(table: pd.DataFrame) -> list[str]:
     paid = table[table["to_pay"] > 0]
     if paid.empty:
@@ -386,23 +523,81 @@ def _hours_lines(table: pd.DataFrame) -> list[str]:
     per_model = paid.groupby("model").agg(hours=("hours", "sum"), bound=("hours_bound", "first"),
                                           batch=("pricing", lambda s: (s == BATCH).any()))
     per_model = per_model.sort_values("hours", ascending=False)
-    names = {"requests_per_minute": "requests a minute", "tokens_per_minute": "tokens a minute",
-             "concurrency": "concurrency", "measured": "measured speed",
-             "assumed": "assumed speed: not measured"}
+    names = _BOUND_NAMES
+    info = table.attrs.get("hours") or {}
+
+    def at_high(model: str) -> str:
+        h = info.get(model)
+        if not h or not h["thinks"]:
+            return ""
+        bound = (f" ({names.get(h['high_bound'], h['high_bound'])})"
+                 if h["high_bound"] != h["bound"] else "")
+        return f", {h['high']:.1f} at high thinking{bound}"
+
+    slowest_high = max([info[m]["high"] for m in per_model.index if m in info],
+                       default=per_model["hours"].max())
     batched = [m for m, r in per_model.iterrows() if r.batch]
     return [
-        "- **Hours** per model without batch mode, at its configured rate limits (`llm.per_model"
-        ".<model>.requests_per_minute` / `tokens_per_minute`, shared by every job of the run: "
-        "all its rules' requests and prompt + completion tokens over each limit) and at its "
-        f"concurrency ({SECONDS_PER_REQUEST:g} s a request plus {COMPLETION_TOKENS_PER_S:g} "
-        "completion tokens a second, one job at a time), whichever is slowest: "
-        + ", ".join(f"`{m}` {r.hours:.1f} ({names.get(r.bound, r.bound)})"
+        "- **Hours** per model without batch mode, at its configured rate limits, each counted "
+        "as its provider counts it and shared by every job of the run (all its rules' requests "
+        "and tokens over each limit: `requests_per_minute`; `tokens_per_minute`, prompt + "
+        "completion tokens, as OpenAI counts its TPM; `input_tokens_per_minute`, prompt tokens, "
+        "of which Anthropic counts the uncached ones only; `output_tokens_per_minute`, "
+        "completion tokens, thinking included, Anthropic's OTPM), and at its concurrency "
+        f"({SECONDS_PER_REQUEST:g} s a request plus {COMPLETION_TOKENS_PER_S:g} completion "
+        "tokens a second, one job at a time), whichever is slowest; at the expected thinking, "
+        "and for a model that thinks at the high level too (every request thinking to its "
+        "cap): "
+        + ", ".join(f"`{m}` {r.hours:.1f} ({names.get(r.bound, r.bound)}){at_high(m)}"
                     for m, r in per_model.iterrows())
-        + f"; the slowest model takes {per_model['hours'].max():.1f} h (models run side by side)."
+        + f"; the slowest model takes {per_model['hours'].max():.1f} h ({slowest_high:.1f} h at "
+        "high thinking; models run side by side)."
         + (f" In batch mode ({', '.join(f'`{m}`' for m in batched)}) a model waits on its "
            f"provider's batch window instead: up to {BATCH_WINDOW_H} h a batch."
            if batched else ""),
+        *_batch_hours_lines(table, batched),
         *_local_speed_lines(table, per_model),
+    ]
+
+
+def _batch_hours_lines(table: pd.DataFrame, batched: list[str]) -> list[str]:
+    """The run as its config sends it: the batch waits in series on the critical path of its
+    DAG, at their providers' typical and worst windows, beside the ordinary calls."""
+    if not batched:
+        return []
+    path = table.attrs.get("batch_path")
+    info = table.attrs.get("hours") or {}
+    if path is None or not path.waits:
+        return []
+    n = len(path.waits)
+    windows = {m.split("/", 1)[0] for w in path.waits for m in w.models}
+    known = {p: BATCH_WINDOWS[p] for p in sorted(windows) if p in BATCH_WINDOWS}
+    undocumented = [w.name for w in known.values() if w.typical_h is None]
+    if path.typical_h is not None:
+        typical = (f"typically {path.typical_h:.0f} h ("
+                   + "; ".join(f"{w.name}: {w.typical_h:g} h, {w.source}"
+                               for w in known.values()) + ")")
+    else:
+        documented = [w for w in known.values() if w.typical_h is not None]
+        one = len(undocumented) == 1
+        typical = (f"no typical time: {', '.join(undocumented)} document{'s' if one else ''} "
+                   f"only {'its' if one else 'their'} {BATCH_WINDOW_H}-hour window, so only the "
+                   "worst is given"
+                   + "".join(f" ({w.name}'s waits typically take under {w.typical_h:g} h: "
+                             f"{w.source})" for w in documented))
+    ordinary = [h for h in info.values() if h["run_expected"] > 0]
+    run_expected = max([h["run_expected"] for h in ordinary], default=0.0)
+    run_high = max([h["run_high"] for h in ordinary], default=0.0)
+    return [
+        f"- **Hours as this config runs** (batch mode for {', '.join(f'`{m}`' for m in batched)}):"
+        f" {n} batch wait{'s' if n != 1 else ''} in series on the critical path of the run's "
+        f"DAG ({path.describe()}); at worst {n} × {BATCH_WINDOW_H} h = {path.worst_h:.0f} h "
+        f"({', '.join(w.name for w in known.values())}: results within {BATCH_WINDOW_H} "
+        f"hours), {typical}. The requests sent as ordinary calls take {run_expected:.1f} h "
+        f"({run_high:.1f} h at high thinking) for the slowest model beside them. Worst case: "
+        f"{worst_case_hours(table):.0f} h (the batch waits at worst plus every model's "
+        "ordinary calls at high thinking, added up as if none overlapped; "
+        "`worst_case_hours` in results/plan/plan.json).",
     ]
 
 
@@ -438,6 +633,19 @@ def _pricing_note(table: pd.DataFrame) -> str:
     return "; ".join(parts) or "standard prices: no batch mode, no prefix to cache"
 
 
+def worst_case_hours(table: pd.DataFrame) -> float:
+    """The longest the run may take as its config sends it (an upper bound): the batch waits
+    in series on the critical path of its DAG at their providers' worst windows
+    (rubriclab.plan.hours.batch_critical_path), plus every model's requests sent as ordinary
+    calls at the high thinking level (every request thinking to its cap), added up: models
+    may run one after another (generators, then responders, then a judge), so the bound
+    takes none of it to overlap."""
+    path = table.attrs.get("batch_path")
+    info = table.attrs.get("hours") or {}
+    ordinary = sum(h["run_high"] for h in info.values())
+    return float((path.worst_h if path is not None else 0.0) + ordinary)
+
+
 def write_plan(table: pd.DataFrame, markdown: str, workdir: Path, digest: str) -> list[Path]:
     """results/plan/plan.csv (per job, for the cost report), plan.json, figures/plan.md."""
     out = workdir / "results" / "plan"
@@ -445,6 +653,8 @@ def write_plan(table: pd.DataFrame, markdown: str, workdir: Path, digest: str) -
     (workdir / "figures").mkdir(parents=True, exist_ok=True)
     paths = [out / "plan.csv", out / "plan.json", workdir / "figures" / "plan.md"]
     table.to_csv(paths[0], index=False)
-    paths[1].write_text(json.dumps({"config_digest": digest}, indent=1) + "\n", encoding="utf-8")
+    paths[1].write_text(json.dumps({"config_digest": digest,
+                                    "worst_case_hours": worst_case_hours(table)}, indent=1)
+                        + "\n", encoding="utf-8")
     paths[2].write_text(markdown, encoding="utf-8")
     return paths

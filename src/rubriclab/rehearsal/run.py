@@ -11,6 +11,7 @@ the papers' sizes), and a report gives wall time, requests, calls per second and
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -36,17 +37,18 @@ from .server import FaultMix, ReasoningModel, RehearsalServer
 REPO = Path(__file__).resolve().parents[3]
 # Providers whose requests litellm sends in the OpenAI chat-completions format: their api_base
 # ends in /v1, as the real ones do. anthropic/ and gemini/ take the bare server address.
-OPENAI_COMPATIBLE = ("openai", "deepseek", "xai", "openrouter")
+OPENAI_COMPATIBLE = ("openai", "deepseek", "xai", "openrouter", "nebius", "zai")
 SPOKEN = OPENAI_COMPATIBLE + ("anthropic", "gemini")
 # Keys litellm checks for each provider: placeholders, set for the rehearsal's run only.
 REHEARSAL_FINGERPRINT = "rubriclab-rehearsal-server"
 PLACEHOLDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY",
-                    "XAI_API_KEY", "OPENROUTER_API_KEY")
+                    "XAI_API_KEY", "OPENROUTER_API_KEY", "NEBIUS_API_KEY", "ZAI_API_KEY")
 # Models that think whether or not an effort is asked for (as the providers document them),
 # by the name the provider sees. xAI's grok-4.20-0309-non-reasoning (paper.yaml's Grok) does
-# not think.
-THINKING_BY_DEFAULT = ("gemini-2.5-flash", "gpt-5", "qwen/qwq-32b", "qwen/qwen3-32b",
-                       "qwen/qwen3-30b-a3b")
+# not think; GPT-5.1 thinks only at an effort other than its default, none.
+THINKING_BY_DEFAULT = ("gemini-3.8-flash", "gpt-5.6-terra", "claude-opus-5", "qwen/qwq-32b",
+                       "qwen/qwen3-30b-a3b", "Qwen/Qwen3.8-27B", "deepseek-v4-flash",
+                       "glm-5.3-flash")
 BATCH_POLL_S = 0.2
 # The papers' sizes (carry: 12 Recon environments, three judges; transfer: 105 examples, an
 # eight-model panel; verify: 500 trials, the paper.yaml scale).
@@ -59,20 +61,10 @@ class RehearsalFailed(RuntimeError):
 
 
 def merged_config(paths: Iterable[str | Path]) -> dict[str, Any]:
-    """Config files merged in order, nested mappings key by key (as Snakemake merges them)."""
-    merged: dict[str, Any] = {}
-    for path in paths:
-        with open(path, encoding="utf-8") as fh:
-            _merge(merged, yaml.safe_load(fh) or {})
-    return merged
+    """Config files merged in order, as Snakemake merges them (rubriclab.config's loader)."""
+    from rubriclab.config import merged_config as merged
 
-
-def _merge(into: dict, update: Mapping) -> None:
-    for key, value in update.items():
-        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = value
+    return merged(list(paths))
 
 
 def model_strings(config: Mapping[str, Any]) -> list[str]:
@@ -131,6 +123,18 @@ def overlay(config: Mapping[str, Any], server_url: str, workdir: Path,
                               f"{unspoken} (it speaks {', '.join(SPOKEN)})")
     return {"data_mirror": data_mirror, "cache_dir": str(workdir / "cache"),
             "llm": {"per_model": per_model}}
+
+
+def serve_models_of(server: RehearsalServer, config: Mapping[str, Any]) -> None:
+    """The config's models, as their providers name them, served and listed by the server's
+    models endpoints (besides any it serves already): the checks before the first job look
+    each up there (the preflight, llm.preflight), as they would at the providers, whose
+    lists (DeepSeek's, OpenRouter's, ...) name the models they serve."""
+    named = {model.split("/", 1)[1] for model in model_strings(config)
+             if provider(model) in SPOKEN}
+    catalog = server.models
+    server.models = dataclasses.replace(catalog,
+                                        served=frozenset(named | set(catalog.served or ())))
 
 
 def snakemake_command(configfiles: list[Path], workdir: Path, cores: int,
@@ -217,6 +221,7 @@ def rehearse(configfiles: list[Path], workdir: Path, *, cores: int, data_mirror:
     config = merged_config(configfiles)
     reasoning = {name: ReasoningModel() for name in THINKING_BY_DEFAULT}
     with RehearsalServer(faults=faults, seed=seed, reasoning=reasoning) as server:
+        serve_models_of(server, config)
         overlay_path = workdir / "rehearsal_overlay.yaml"
         overlay_path.write_text(yaml.safe_dump(overlay(config, server.url, workdir, data_mirror)))
         env = {**os.environ, **{key: "rehearsal-placeholder" for key in PLACEHOLDER_KEYS}}
@@ -287,7 +292,9 @@ def render_report(report: Mapping[str, Any], problems: list[str],
                            sorted(ledger.get("batch_by_provider", {}).items())) or "none")
               + ".",
               f"Faults served: {server['faults']}; answers cut off by their budget: "
-              f"{server['cut_off']}.", ""]
+              f"{server['cut_off']}.",
+              f"Free requests (GETs no provider bills: the preflight's models lookups, key "
+              f"checks, batch lists and polls): {server.get('free_requests', {})}.", ""]
     if plan_lines:
         lines += [f"The plan, made before the run in {report.get('plan_s', 0):.0f} s "
                   "(`rubriclab plan`, rehearsal answers), beside the ledger:", "", *plan_lines,
