@@ -173,7 +173,9 @@ def measured_sizes(workdir: Path) -> dict[str, int]:
     examples = pd.read_csv(results / "transfer" / "examples.csv", keep_default_na=False)
     trials = pd.read_csv(results / "verify" / "trials.csv", keep_default_na=False)
     return {"recon_environments": len(environments),
-            "carry_judges": len(judged_dirs),
+            # a judge may judge other datasets than Recon only (carry.all_judges_on)
+            "carry_judges": len({p.name for p in (results / "carry" / "judged").glob("*/*")
+                                 if p.is_dir()}),
             "transfer_examples": len(examples),
             "panel": _panel_responses(workdir),
             "verify_trials": len(trials)}
