@@ -189,6 +189,7 @@ def test_paper_yamls_grok_is_sent_as_a_model_that_does_not_think(tmp_path, serve
     grok = "xai/grok-4.20-0309-non-reasoning"
     raw = load_yaml(Path(__file__).resolve().parents[2] / "config" / "paper.yaml")["llm"]
     raw["per_model"].setdefault(grok, {}).update(api_base=server.url + "/v1", backoff_s=0.0)
+    raw.pop("budget_usd")  # the run's budget needs the run's ledger; this client has none
     config = LLMConfig.from_dict(raw, cache_dir=tmp_path / "cache")
     prompt = [{"role": "user", "content": "How much water should I drink a day?"}]
     with LLMClient(config, role=role) as client:
