@@ -202,7 +202,7 @@ def _preflight(args: argparse.Namespace) -> int:
     2 for a config that cannot be read."""
     from snakemake_interface_common.exceptions import WorkflowError
 
-    from rubriclab.config import pipeline_config
+    from rubriclab.validate import pipeline_config
     from rubriclab.llm.preflight import preflight
     from rubriclab.validate import configured_models, remote_models, run_horizon
 

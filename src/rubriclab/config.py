@@ -4,6 +4,8 @@ name the offending key, and the environment variables that stand in for config k
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import os
 import re
 from pathlib import Path
@@ -100,6 +102,18 @@ def apply_env_overrides(config: dict[str, Any], environ: dict[str, str] | None =
     return updated
 
 
+# Where the data and the cache are read from changes no request.
+_NOT_DIGESTED = ("data_mirror", "cache_dir")
+
+
+def config_digest(config: dict[str, Any]) -> str:
+    """Of the effective config: a plan (rubriclab.plan, results/plan/plan.json) is the plan of
+    exactly this config."""
+    kept = {k: v for k, v in config.items() if k not in _NOT_DIGESTED}
+    canonical = json.dumps(kept, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
 def config_overrides(entries: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """--config KEY=VALUE arguments as Snakemake reads them: its own parser
     (snakemake.cli.parse_config: an int, a float, True/False, else YAML read with BaseLoader,
@@ -135,25 +149,6 @@ def merged_config(configfiles: list[str | Path] | tuple[str | Path, ...],
             raise ConfigError(f"no config file {path}")
         merge_config(merged, load_configfile(Path(path)))
     return merge_config(merged, config_overrides(config_args))
-
-
-def pipeline_config(configfiles: list[str | Path], config_args: list[str]) -> dict[str, Any]:
-    """The config a run with these --configfile and --config arguments would use: the named
-    files (config/config.yaml where none is named, as the Snakefile reads it) merged in order,
-    --config on top (`merged_config`), the environment variables that stand in for config
-    keys, then the schema's checks and defaults, as workflow/rules/common.smk does.
-    ConfigError for a config that is not valid."""
-    from .schema_doc import schema_path
-    from .validate import coerce_command_line, raise_if, unknown_keys
-
-    files = configfiles or [schema_path().parents[2] / "config" / "config.yaml"]
-    merged = merged_config(files)
-    command_line = config_overrides(config_args)
-    merge_config(merged, command_line)
-    schema = load_yaml(schema_path())
-    given = coerce_command_line(apply_env_overrides(merged), command_line, schema)
-    raise_if(unknown_keys(given, schema), "invalid configuration")
-    return validate_config(given, schema)
 
 
 def write_effective_config(config: dict[str, Any], path: str | Path) -> None:

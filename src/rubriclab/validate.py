@@ -43,7 +43,7 @@ from typing import Any
 
 import yaml
 
-from .config import ConfigError, key_path
+from .config import ConfigError, config_digest, key_path
 
 OWN_PROVIDERS = ("fake", "local")
 _SCALAR_TYPES = {"integer": int, "number": (int, float), "boolean": bool, "null": type(None)}
@@ -307,10 +307,16 @@ def remote_models(config: Mapping[str, Any],
     """The remote models (neither fake/ nor local/) of a validated config, each with the config
     key naming it: only those the jobs about to run name in their params, when `job_params` is
     given."""
+    return {m: k for m, k in job_models(config, job_params).items()
+            if m.partition("/")[0] not in OWN_PROVIDERS}
+
+
+def job_models(config: Mapping[str, Any],
+               job_params: Iterable[Any] | None = None) -> dict[str, str]:
+    """The models of a validated config, each with the config key naming it: only those the
+    jobs about to run name in their params, when `job_params` is given."""
     models = configured_models(config)
-    if job_params is not None:
-        models = models_in(job_params, models)
-    return {m: k for m, k in models.items() if m.partition("/")[0] not in OWN_PROVIDERS}
+    return models if job_params is None else models_in(job_params, models)
 
 
 def budget_problems(config: Mapping[str, Any],
@@ -324,9 +330,7 @@ def budget_problems(config: Mapping[str, Any],
     from .llm.budget import unguarded_message, unguarded_models
     from .llm.settings import LLMConfig
 
-    models = configured_models(config)
-    if job_params is not None:
-        models = models_in(job_params, models)
+    models = job_models(config, job_params)
     llm = LLMConfig.from_dict(config.get("llm"), cache_dir=config.get("cache_dir"))
     settings = {m: llm.settings_for(m) for m in models}
     unguarded = unguarded_models(budget, models, settings=settings)
@@ -344,8 +348,6 @@ def run_horizon(config: Mapping[str, Any], plan: Path = PLAN_JSON) -> tuple[floa
     `worst_case_hours` of the plan in the working directory when it is this config's plan,
     else DEFAULT_RETIREMENT_HORIZON_DAYS."""
     import json
-
-    from .plan.report import config_digest
 
     try:
         written = json.loads(plan.read_text(encoding="utf-8"))
@@ -370,9 +372,7 @@ def retirement_problems(config: Mapping[str, Any], job_params: Iterable[Any] | N
     from .llm.retirement import source_text
     from .llm.settings import LLMConfig
 
-    models = configured_models(config)
-    if job_params is not None:
-        models = models_in(job_params, models)
+    models = job_models(config, job_params)
     llm = LLMConfig.from_dict(config.get("llm"), cache_dir=config.get("cache_dir"))
     dated = {m: retirement_date(m, llm.settings_for(m).retires) for m in models}
     if not any(day for day, _ in dated.values()):
@@ -591,3 +591,23 @@ def _models_with_answers(llm: Any) -> list[str]:
 def raise_if(problems: list[str], heading: str) -> None:
     if problems:
         raise ConfigError(heading + ":\n  " + "\n  ".join(problems))
+
+
+def pipeline_config(configfiles: list[str | Path], config_args: list[str]) -> dict[str, Any]:
+    """The config a run with these --configfile and --config arguments would use: the named
+    files (config/config.yaml where none is named, as the Snakefile reads it) merged in order,
+    --config on top (`merged_config`), the environment variables that stand in for config
+    keys, then the schema's checks and defaults, as workflow/rules/common.smk does.
+    ConfigError for a config that is not valid."""
+    from .config import (apply_env_overrides, config_overrides, load_yaml, merge_config,
+                         merged_config, validate_config)
+    from .schema_doc import schema_path
+
+    files = configfiles or [schema_path().parents[2] / "config" / "config.yaml"]
+    merged = merged_config(files)
+    command_line = config_overrides(config_args)
+    merge_config(merged, command_line)
+    schema = load_yaml(schema_path())
+    given = coerce_command_line(apply_env_overrides(merged), command_line, schema)
+    raise_if(unknown_keys(given, schema), "invalid configuration")
+    return validate_config(given, schema)

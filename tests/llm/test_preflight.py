@@ -431,7 +431,7 @@ def test_the_command_says_what_is_wrong_with_its_arguments(arguments, message, c
 
 def test_the_checks_before_the_first_job_refuse_a_model_the_preflight_refuses(
         schema, tmp_path, monkeypatch):
-    from rubriclab.config import pipeline_config
+    from rubriclab.validate import pipeline_config
     from rubriclab.config import ConfigError
     from rubriclab.validate import check_before_first_job
 
@@ -472,7 +472,7 @@ def cache_answer_of(tmp_path, model: str) -> None:
 def test_a_model_the_cache_holds_answers_of_is_still_looked_up(tmp_path, monkeypatch):
     """A named run shares the cache with the pilot before it: answers in it do not stand for a
     lookup. A model the provider does not serve, or whose key it refuses, is refused."""
-    from rubriclab.config import pipeline_config
+    from rubriclab.validate import pipeline_config
     from rubriclab.validate import preflight_problems
 
     import yaml
@@ -506,7 +506,7 @@ def test_an_unreachable_provider_only_warns_for_a_model_the_cache_can_answer(tmp
     """Offline replay: the provider cannot be reached, and the cache holds the model's answers."""
     import yaml
 
-    from rubriclab.config import pipeline_config
+    from rubriclab.validate import pipeline_config
     from rubriclab.validate import preflight_problems
 
     monkeypatch.delenv("RUBRICLAB_CACHE", raising=False)

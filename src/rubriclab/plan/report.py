@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -12,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from rubriclab.config import config_digest  # noqa: F401 - the plan's digest, re-exported
 from rubriclab.llm.batch import BATCH_PROVIDERS
 from rubriclab.llm.pricing import (is_free, is_priced, price, price_requests, provider_of,
                                    tier_thresholds)
@@ -60,17 +60,6 @@ COST_COLUMNS = ("cost_usd", "batch_cost_usd", "prompt_cached_cost_usd", "configu
                 "cost_low_usd", "cost_high_usd", "batch_cost_low_usd", "batch_cost_high_usd",
                 "configured_cost_low_usd", "configured_cost_high_usd")
 PRICE_KEY = "llm.per_model.<model>.price"
-
-
-# Where the data and the cache are read from changes no request.
-_NOT_DIGESTED = ("data_mirror", "cache_dir")
-
-
-def config_digest(config: Mapping[str, Any]) -> str:
-    """Of the effective config: a plan is the plan of exactly this config."""
-    kept = {k: v for k, v in config.items() if k not in _NOT_DIGESTED}
-    canonical = json.dumps(kept, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
 @dataclass
