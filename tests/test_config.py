@@ -28,6 +28,7 @@ def test_defaults_are_filled_in(schema, embedded):
     (("llm", "per_model", "local/default", "concurrency"), 0,
      "llm.per_model.local/default.concurrency"),
     (("models", "judge"), 42, "models.judge"),
+    (("carry", "recon", "gate_evidence"), "calibration", "carry.recon.gate_evidence"),
 ])
 def test_a_bad_value_is_named_by_its_key(schema, embedded, path, value, named):
     broken = copy.deepcopy(embedded)
@@ -38,6 +39,15 @@ def test_a_bad_value_is_named_by_its_key(schema, embedded, path, value, named):
     with pytest.raises(ConfigError) as error:
         validate_config(broken, schema)
     assert f"config key '{named}'" in str(error.value)
+
+
+def test_the_gate_evidence_key_names_the_readings_it_takes(schema, embedded):
+    assert validate_config(embedded, schema)["carry"]["recon"]["gate_evidence"] == "own_reports"
+    embedded["carry"]["recon"]["gate_evidence"] = "calibration"
+    with pytest.raises(ConfigError) as error:
+        validate_config(embedded, schema)
+    assert ("config key 'carry.recon.gate_evidence': 'calibration' is not one of "
+            "['own_reports', 'calibration_environments']") in str(error.value)
 
 
 def test_every_violation_is_one_line_naming_its_key(schema, embedded):

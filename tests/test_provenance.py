@@ -89,3 +89,30 @@ def test_the_figure_2_caption_names_the_panels_the_run_recorded(tmp_path):
     before = render(REPO / "workflow" / "report" / "fig2_checklist_length.rst",
                     read_provenance(tmp_path / "q.json"))
     assert "Panel (a) SummEdits, panel (b) RAGTruth" in before
+
+
+@pytest.mark.parametrize("caption, wildcards", [
+    ("carry_figure.rst", {"figure": "fig6_gated_quality"}),
+    ("carry_table.rst", {"table": "table2_gate_replay"}),
+])
+def test_figure_6_and_table_2_say_which_gate_evidence_ran(tmp_path, caption, wildcards):
+    def rendered(settings):
+        record_job(tmp_path / "p.json", ["out"], {"k": 1},
+                   {"judge": "fake/yes", "reviser": "fake/yes"}, ModelLabels({}),
+                   settings=settings)
+        return " ".join(render(REPO / "workflow" / "report" / caption,
+                               read_provenance(tmp_path / "p.json"), **wildcards).split())
+
+    own = rendered({"carry.recon.gate_evidence": "own_reports"})
+    other = rendered({"carry.recon.gate_evidence": "calibration_environments"})
+    assert "carry.recon.gate_evidence own_reports" in own
+    assert "labelled Recon-72 reports of its rubric's scope" in own.replace(" the rubric's",
+                                                                            " its rubric's")
+    assert "carry.recon.gate_evidence calibration_environments" in other
+    assert '"decided with calibration labels"' in other
+    assert "a hand-written rubric of an evaluation environment has" in other
+    assert "calibration environments" not in own and "own_reports" not in other
+    # a record from before the key names no reading: the leave-one-report-out text, unnamed
+    before = rendered(None)
+    assert before == own.replace(" (carry.recon.gate_evidence own_reports)", "").replace(
+        ": carry.recon.gate_evidence own_reports", "")

@@ -53,9 +53,11 @@ def _model_entry(models, labels: ModelLabels):
 def provenance_record(config: Mapping[str, Any], outputs: Iterable[str],
                       models: Mapping[str, Any], labels: ModelLabels,
                       sizes: Mapping[str, Any] | None = None,
-                      names: Mapping[str, Any] | None = None) -> dict:
+                      names: Mapping[str, Any] | None = None,
+                      settings: Mapping[str, Any] | None = None) -> dict:
     """The record for `outputs`: models is {role: model string, or a list or mapping of them};
-    names, where given, what the output names its parts by (a dataset's title, for one)."""
+    names, where given, what the output names its parts by (a dataset's title, for one);
+    settings, where given, config values a caption names ({dotted key: value})."""
     record = {
         "outputs": [str(path) for path in outputs],
         "rubriclab_version": rubriclab.__version__,
@@ -65,6 +67,8 @@ def provenance_record(config: Mapping[str, Any], outputs: Iterable[str],
     }
     if names is not None:
         record["names"] = dict(names)
+    if settings is not None:
+        record["settings"] = dict(settings)
     return record
 
 
@@ -90,11 +94,12 @@ def read_provenance(path) -> dict:
 def record_job(provenance_path, outputs: Iterable[str], config: Mapping[str, Any],
                models: Mapping[str, Any], labels: ModelLabels, table=None,
                sizes: Mapping[str, Any] | None = None,
-               names: Mapping[str, Any] | None = None) -> dict:
+               names: Mapping[str, Any] | None = None,
+               settings: Mapping[str, Any] | None = None) -> dict:
     """Write the provenance of a figure or table job beside its outputs; sizes are `sizes`
     and the counts of the plotted `table` (table_counts)."""
     record = provenance_record(config, outputs, models, labels,
                                {**(table_counts(table) if table is not None else {}),
-                                **(sizes or {})}, names)
+                                **(sizes or {})}, names, settings)
     write_provenance(provenance_path, record)
     return record

@@ -30,8 +30,8 @@ import pandas as pd
 import pytest
 
 from rubriclab.carry.analysis import (
-    Chain, Setting, analyse, failing_rows, final_rubric_set, pick_chain, recon_item_name,
-    short_item_name,
+    Chain, Setting, analyse, failing_rows, final_rubric_set, gate_evidence_reading, gate_items,
+    pick_chain, recon_item_name, short_item_name,
 )
 from rubriclab.carry.experiment import (
     ITEM_COLUMNS, RATE_COLUMNS, JudgeSpec, Verdicts, check_texts_by_scope, checked_rubric_round_trip,
@@ -426,6 +426,74 @@ def test_a_dataset_wide_chain_decides_with_every_environments_reports_but_the_gr
     # S+P: {l1, l2} on both environments: e2:ok fails L2; every flawed report caught
     everywhere = rate(rates, item_set="recon108", environments="all")
     assert values(everywhere, gate="S+P", variant="loo", round=1) == [50.0, 100.0, 100.0]
+
+
+def test_gate_items_under_each_reading_of_the_recon_gate_evidence():
+    items = make_items()
+    # own_reports: every Recon-72 report (each replay leaves out the one it grades)
+    assert list(gate_items(items, "recon")["item_id"]) == [
+        "e1:ok", "e1:planned", "e2:ok", "e2:planned"]
+    # calibration_environments: only e1's, the calibration environment
+    assert list(gate_items(items, "recon", "calibration_environments")["item_id"]) == [
+        "e1:ok", "e1:planned"]
+    # SummEdits / RAGTruth: the calibration split, whatever the Recon key says
+    labelled = items.assign(in_recon72=False)
+    for reading in ("own_reports", "calibration_environments", None):
+        assert list(gate_items(labelled, "summedits", reading)["item_id"]) == [
+            "e1:ok", "e1:planned", "e1:miss"]
+    with pytest.raises(ValueError, match=r"config key 'carry.recon.gate_evidence': "
+                                         r"'calibration' is not one of"):
+        gate_items(items, "recon", "calibration")
+    with pytest.raises(ValueError, match="carry.recon.gate_evidence"):
+        Setting(dataset="recon", judge="fake/judge", gates=("none",), renderings=(), B=1,
+                seed=0, gate_evidence=None)
+
+
+def test_calibration_environments_leave_an_evaluation_hand_chain_without_evidence():
+    items = make_items()
+    chain = hand_chain()
+    setting = Setting(dataset="recon", judge="fake/judge", gates=("none", "S"),
+                      renderings=("per_check",), B=20, seed=0, loo_gates=("S",),
+                      gate_evidence="calibration_environments")
+    out = analyse(setting, items, judged(items, chain), start_sets(), [chain])
+    s = out["decisions"][out["decisions"]["gate"] == "S"]
+    # e2 (evaluation) has no report in the evidence: one replay, nothing left out, and every
+    # change of it refused for want of evidence (round 2's keep of r1-add1 is dropped, k1 kept)
+    e2 = s[s["scope"] == "e2"]
+    assert set(e2["left_out"]) == {""}
+    changes = e2[e2["action"] != "keep"]
+    assert [(r.round, r.action, r.check_id) for r in changes.itertuples(index=False)] == [
+        (1, "delete", "k1"), (1, "add", ""), (2, "delete", "k2")]
+    assert not changes["accepted"].any() and not changes["evidence"].any()
+    assert changes["reason"].str.contains("has no calibration evidence").all()
+    # e1 (calibration) still decides leave-one-report-out with its other reports
+    assert set(s.loc[s["scope"] == "e1", "left_out"]) == {"e1:ok", "e1:planned", ""}
+    rates = out["rates"]
+    evaluation = rate(rates, item_set="recon108", environments="evaluation", gate="S")
+    # e2 keeps {K1, K2}: e2:ok passes, e2:planned caught, e2:miss missed
+    assert values(evaluation, variant="standard", round=2) == [100.0, 50.0, 0.0]
+    # refusals for want of evidence, e2's one replay: 2 in round 1, 3 by round 2 (under
+    # own_reports (1 + 1 + 0) / 3 and (1 + 2 + 0) / 3, test_evaluation_environment_rates)
+    for variant in ("standard", "loo"):  # the loo replay of an e2 report is the standard one
+        n = rate(evaluation, variant=variant).groupby("round")["n_no_evidence"].first()
+        assert n.to_dict() == {1: 2.0, 2: 3.0}, variant
+    everywhere = rate(rates, item_set="recon108", environments="all", gate="S", variant="loo")
+    # plus e1's mean over its three replays, (1 + 1 + 0) / 3 in each round
+    assert everywhere.groupby("round")["n_no_evidence"].first().to_dict() == pytest.approx(
+        {1: 2 + 2 / 3, 2: 3 + 2 / 3})
+
+
+def test_the_reading_of_the_gate_evidence_a_run_used_is_one_sentence():
+    own = gate_evidence_reading({"carry": {"recon": {"gate_evidence": "own_reports"}}})
+    other = gate_evidence_reading(
+        {"carry": {"recon": {"gate_evidence": "calibration_environments"}}})
+    assert "leave-one-report-out" in own and "own_reports" in own
+    assert "decided with calibration labels" in other and "calibration_environments" in other
+    assert "refuse its every change for want of evidence" in other
+    with pytest.raises(ValueError, match="'carry.recon.gate_evidence' is missing"):
+        gate_evidence_reading({"carry": {"recon": {}}})
+    with pytest.raises(ValueError, match="'both' is not one of"):
+        gate_evidence_reading({"carry": {"recon": {"gate_evidence": "both"}}})
 
 
 def test_analyse_refuses_overlapping_evidence_and_scores():

@@ -286,7 +286,7 @@ def fig6_rates():
 
 def test_fig6_final_round_evaluation_means(fig6_rates, tmp_path):
     png, pdf = paths(tmp_path, "fig6")
-    table = fig6_gated_quality(fig6_rates, MAIN, png, pdf)
+    table = fig6_gated_quality(fig6_rates, MAIN, png, pdf, gate_evidence="own_reports")
     assert list(table.columns) == FIG6_COLUMNS
     assert set(table["final_round"]) == {2}
     assert list(dict.fromkeys(table["gate"])) == ["none", "R", "P", "S", "S+P"]

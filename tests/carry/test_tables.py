@@ -501,3 +501,14 @@ def test_failing_checks_tables_name_the_reviser_by_its_label(failing):
     markdown, _ = table4_recon_failing_checks(
         failing, labels=ModelLabels({"fake/hash?salt=opus": "Opus stand-in"}))
     assert "After review by Opus stand-in" in markdown
+
+
+def test_table2_caption_says_what_the_gates_decided_with(table2_rates):
+    own, _ = table2_gate_replay(table2_rates, PAPER_ROWS, OPUS, gate_evidence="own_reports")
+    assert "Gate evidence: leave-one-report-out over the labelled Recon-72 reports of the " \
+           "rubric's own scope" in own
+    other, _ = table2_gate_replay(table2_rates, PAPER_ROWS, OPUS,
+                                  gate_evidence="calibration_environments")
+    assert "calibration environments only" in other and "leave-one-report-out" not in other
+    with pytest.raises(ValueError, match="carry.recon.gate_evidence"):
+        table2_gate_replay(table2_rates, PAPER_ROWS, OPUS, gate_evidence="everything")

@@ -186,6 +186,12 @@ rule carry_analyse:
         judge=lambda w: JUDGE_BY_SLUG[w.judge],
         gates=["none", *config["carry"]["gates"]],
         renderings=config["carry"]["recon"]["renderings"],
+        # Recon only: SummEdits / RAGTruth gates always decide with the calibration split
+        gate_evidence=lambda w: (
+            config["carry"]["recon"]["gate_evidence"]
+            if w.cdataset == "recon"
+            else None
+        ),
         bootstrap=config["carry"]["bootstrap"],
         code=CARRY_CODE,
     script:
@@ -307,6 +313,7 @@ rule carry_figure:
         judge=JUDGE,
         reviser=REVISER,
         paper_chains=paper_chains("recon"),
+        gate_evidence=config["carry"]["recon"]["gate_evidence"],
         code=CARRY_CODE,
         models=CARRY_MODELS,
         labels=labels_of(CARRY_MODELS),
@@ -337,6 +344,7 @@ rule carry_table:
         reviser=REVISER,
         paper_chains={d: paper_chains(d) for d in CARRY_DATASETS},
         table2_chains=config["carry"]["recon"]["table2_chains"],
+        gate_evidence=config["carry"]["recon"]["gate_evidence"],
         table3_seed=(
             config["carry"]["table3_seed"]
             if config["carry"]["table3_seed"] is not None

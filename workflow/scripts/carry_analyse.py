@@ -11,7 +11,7 @@ starts = read_start_sets(snakemake.input.starts)
 chains = read_chains(snakemake.input.chains)
 setting = Setting(dataset=wildcards.cdataset, judge=params.judge, gates=params.gates,
                   renderings=params.renderings, B=params.bootstrap["B"],
-                  seed=params.bootstrap["seed"])
+                  seed=params.bootstrap["seed"], gate_evidence=params.gate_evidence)
 tables = analyse(setting, items, verdicts, starts, chains)
 for name, table in tables.items():
     table.to_csv(snakemake.output[name], index=False, na_rep="NaN")

@@ -27,9 +27,11 @@ elif figure == "fig5_attribution_by_origin":
                                                pd.read_csv(inputs.deletions, **read), judge,
                                                paper_chains=params.paper_chains, **out)
 elif figure == "fig6_gated_quality":
-    table = figures.fig6_gated_quality(rates, judge, paper_chains=params.paper_chains, **out)
+    table = figures.fig6_gated_quality(rates, judge, paper_chains=params.paper_chains,
+                                       gate_evidence=params.gate_evidence, **out)
 else:
     raise ValueError(f"unknown carry figure {figure!r}")
 table.to_csv(outputs.csv, index=False)
 record_job(outputs.provenance, [outputs.png, outputs.pdf, outputs.csv], snakemake.config,
-           params.models, labels, table)
+           params.models, labels, table,
+           settings={"carry.recon.gate_evidence": params.gate_evidence})

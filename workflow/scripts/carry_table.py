@@ -18,10 +18,10 @@ if table in ("table2_gate_replay", "table2_supplement", "table3_gates_human_labe
     rates = pd.read_csv(inputs.rates, **read)
 if table == "table2_gate_replay":
     markdown, frame = tables.table2_gate_replay(rates, params.table2_chains, params.reviser,
-                                                labels=labels)
+                                                labels=labels, gate_evidence=params.gate_evidence)
 elif table == "table2_supplement":
     markdown, frame = tables.table2_gate_replay(rates, paper_chains=params.paper_chains["recon"],
-                                                labels=labels)
+                                                labels=labels, gate_evidence=params.gate_evidence)
 elif table == "table3_gates_human_labeled":
     markdown, frame = tables.table3_gates_human_labeled(rates, params.judge, params.reviser,
                                                         params.table3_seed, labels=labels)
@@ -43,4 +43,5 @@ else:
     raise ValueError(f"unknown carry table {table!r}")
 write_table(markdown, frame, Path(outputs.md), Path(outputs.csv))
 record_job(outputs.provenance, [outputs.md, outputs.csv], snakemake.config,
-           params.models, labels, frame)
+           params.models, labels, frame,
+           settings={"carry.recon.gate_evidence": params.gate_evidence})

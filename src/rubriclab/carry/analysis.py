@@ -14,8 +14,15 @@ Recon     every gate replay (the standard gates R, P, S, S+P, and Gate S+P leave
           the calibration environments' reports); leave-one-out rows (variant loo, the gates in
           `LOO_GATES`) grade every judged environment (environments="all", carry Table 2) and
           the evaluation ones. Both come from the same replays (`ReportReplays`).
+          That is carry.recon.gate_evidence = own_reports (Figure 6's and Table 2's captions).
+          The seed's other reading, calibration_environments (Table 3's "decided with
+          calibration labels"), keeps only the calibration environments' Recon-72 reports as
+          evidence (`gate_items`): a hand chain of an evaluation environment then has none, so
+          its evidence-reading gates refuse every change for want of evidence (n_no_evidence
+          counts them), and an evaluation report, outside the evidence, is graded by the
+          replay with all of its scope's evidence: its leave-one-out replay is the standard one.
 SummEdits / RAGTruth  the gates decide with the calibration split and are scored on the
-          evaluation split.
+          evaluation split (carry.recon.gate_evidence is not read).
 Start and ungated rubrics use no evidence and are scored on every judged Recon environment
 (environments="all") and on the evaluation ones.
 
@@ -70,6 +77,16 @@ def read_chains(paths) -> list[Chain]:
     return [Chain(record["source"], record) for record in records]
 
 
+# carry.recon.gate_evidence: which labelled Recon-72 reports the Recon gates decide with
+GATE_EVIDENCE = ("own_reports", "calibration_environments")
+
+
+def _check_gate_evidence(gate_evidence: str) -> None:
+    if gate_evidence not in GATE_EVIDENCE:
+        raise ValueError(f"config key 'carry.recon.gate_evidence': {gate_evidence!r} is not "
+                         f"one of {list(GATE_EVIDENCE)}")
+
+
 @dataclass(frozen=True)
 class Setting:
     dataset: str
@@ -79,15 +96,70 @@ class Setting:
     B: int
     seed: int
     loo_gates: Sequence[str] = LOO_GATES  # gates replayed leave-one-out (Recon)
+    # carry.recon.gate_evidence; None where the dataset is not Recon (not read there)
+    gate_evidence: str | None = "own_reports"
+
+    def __post_init__(self):
+        if self.dataset == "recon" or self.gate_evidence is not None:
+            _check_gate_evidence(self.gate_evidence)
 
 
-def gate_items(items: pd.DataFrame, dataset: str) -> pd.DataFrame:
+def gate_items(items: pd.DataFrame, dataset: str,
+               gate_evidence: str | None = "own_reports") -> pd.DataFrame:
     """The labelled items the gates may decide with (see the module docstring): for Recon the
-    Recon-72 reports (each replay leaves out the report it grades), else the calibration
-    split."""
+    Recon-72 reports (each replay leaves out the report it grades), under gate_evidence
+    "calibration_environments" only those of the calibration environments; else the
+    calibration split."""
     if dataset == "recon":
-        return items[items["in_recon72"]]
+        _check_gate_evidence(gate_evidence)
+        recon72 = items[items["in_recon72"]]
+        if gate_evidence == "calibration_environments":
+            return recon72[recon72["split"] == "calibration"]
+        return recon72
     return items[items["split"] == "calibration"]
+
+
+# the same, short, where Figure 6 and Table 2 are drawn (the figure's title, the table's caption)
+GATE_EVIDENCE_SHORT = {
+    "own_reports": "leave-one-report-out over the labelled Recon-72 reports of the rubric's "
+                   "own scope (a hand-written rubric: its environment's), never the scored "
+                   "report",
+    "calibration_environments": "the labelled Recon-72 reports of the calibration "
+                                "environments only (the seed's \"calibration labels\")",
+}
+
+
+
+def gate_evidence_short(gate_evidence: str) -> str:
+    _check_gate_evidence(gate_evidence)
+    return GATE_EVIDENCE_SHORT[gate_evidence]
+
+
+_GATE_EVIDENCE_READINGS = {
+    "own_reports": (
+        "Recon gate evidence (carry.recon.gate_evidence: own_reports): every gate replay is "
+        "leave-one-report-out over the labelled Recon-72 reports of the rubric's scope, never "
+        "the report being scored, so a hand-written rubric decides with its own environment's "
+        "other reports (the reading of Figure 6's and Table 2's captions)."),
+    "calibration_environments": (
+        "Recon gate evidence (carry.recon.gate_evidence: calibration_environments): the gates "
+        "decide only with the labelled Recon-72 reports of the calibration environments, the "
+        "seed's Table 3 reading (\"decided with calibration labels and scored on the "
+        "evaluation split\"), so a hand-written rubric of an evaluation environment has no "
+        "evidence and Gates R, S and S+P refuse its every change for want of evidence."),
+}
+
+
+def gate_evidence_reading(config: Mapping) -> str:
+    """One sentence saying which reading of the Recon gate evidence a run used, from its
+    (validated) config."""
+    try:
+        value = config["carry"]["recon"]["gate_evidence"]
+    except (KeyError, TypeError):
+        raise ValueError("config key 'carry.recon.gate_evidence' is missing: pass the run's "
+                         "validated config (results/effective_config.yaml)") from None
+    _check_gate_evidence(value)
+    return _GATE_EVIDENCE_READINGS[value]
 
 
 log = logging.getLogger(__name__)
@@ -120,7 +192,7 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
     scored = items if recon else items[items["split"] == "evaluation"]
     evaluation = (scored["split"] == "evaluation").to_numpy()
     scored_evaluation = scored[evaluation]
-    pool = EvidenceSource(verdicts, gate_items(items, setting.dataset))
+    pool = EvidenceSource(verdicts, gate_items(items, setting.dataset, setting.gate_evidence))
     if not recon:
         require_disjoint(pool.item_ids, scored_evaluation["item_id"],
                          f"{setting.dataset} standard gate evidence and gated scores")

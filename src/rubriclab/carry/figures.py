@@ -31,6 +31,7 @@ from rubriclab.plotting import Overlaps, not_available, plural, ring_size, value
 from rubriclab.plotting import save_figure as _save
 from rubriclab.tidy import ensure_unique, require_columns, select
 
+from .analysis import gate_evidence_short
 from .chains import paper_chain_rows, split_chain
 
 RATES_COLUMNS = [
@@ -697,13 +698,17 @@ def _fig6_source(rows: pd.DataFrame, source: str) -> pd.DataFrame:
 def fig6_gated_quality(rates: pd.DataFrame, judge_main: str, out_png: Path, out_pdf: Path,
                        sources: Sequence[str] = ("hand", "label"),
                        labels: ModelLabels | None = None,
-                       paper_chains: Sequence[str] | None = None) -> pd.DataFrame:
+                       paper_chains: Sequence[str] | None = None,
+                       gate_evidence: str | None = None) -> pd.DataFrame:
     """Figure 6: rubric quality after the final round, per gate (ungated, R, P, S, S+P),
     on Recon-108's evaluation environments, one row of panels per reviser. Bars are the mean
     over the paper's chains of the source (`paper_chains`; their seeds), whiskers min..max over
     those chains; dotted lines are the start values (round 0), as a black tick across each
-    bar. Under each gate: the changes it refused for want of evidence, mean per chain."""
+    bar. Under each gate: the changes it refused for want of evidence, mean per chain. The
+    title says what the gates decided with (`gate_evidence`, carry.recon.gate_evidence)."""
     labels = labels or ModelLabels()
+    evidence = ("" if gate_evidence is None
+                else f"\ngate evidence: {gate_evidence_short(gate_evidence)}")
     table = fig6_table(rates, judge_main, sources, paper_chains)
     counts = recon108_counts(rates, judge_main, "evaluation")
     revisers = list(dict.fromkeys(table["reviser"]))
@@ -736,7 +741,7 @@ def fig6_gated_quality(rates: pd.DataFrame, judge_main: str, out_png: Path, out_
                      f"{labels(judge_main)} judge\nmean over {plural(chains, 'chain')} per "
                      f"panel: {modes} revision, each seed (whiskers: min..max over chains, none "
                      f"where all agree)\nunder each gate: the changes it refused for want of "
-                     f"evidence, mean per chain", fontsize=10)
+                     f"evidence, mean per chain{evidence}", fontsize=10)
         fig.tight_layout(rect=(0, 0.04, 1, 1))
         _save(fig, out_png, out_pdf)
     finally:

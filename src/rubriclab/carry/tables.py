@@ -20,6 +20,7 @@ from rubriclab.plotting import plural
 from rubriclab.stats.intervals import RATE_TITLE, rate_flags, rate_footnotes
 from rubriclab.tidy import markdown_table
 
+from .analysis import gate_evidence_short
 from .chains import split_chain
 from .figures import (
     CHAIN_KEYS, GATE_TITLES, GATES, MODE_TITLES, SOURCE_TITLES, chains_with_start,
@@ -116,7 +117,8 @@ def state_refusals(rows: pd.DataFrame, what: str) -> float:
 @with_labels
 def table2_gate_replay(rates: pd.DataFrame, shown: Sequence[Mapping] | None = None,
                        reviser: str | None = None,
-                       paper_chains: Sequence[str] | None = None) -> tuple[str, pd.DataFrame]:
+                       paper_chains: Sequence[str] | None = None,
+                       gate_evidence: str | None = None) -> tuple[str, pd.DataFrame]:
     """Table 2: per Recon chain the start rubric, the ungated rubric after the chain's final
     round R and the Gate S+P leave-one-out rubric at round R (variant loo; environments
     "all", or "loo" if that is how the pipeline labels the leave-one-out rows), scored on
@@ -177,10 +179,12 @@ def table2_gate_replay(rates: pd.DataFrame, shown: Sequence[Mapping] | None = No
                     if gated else math.nan)
             records.append(record)
     table = pd.DataFrame(records)
-    return _table2_markdown(table, judges, supplement=shown is None), table
+    return _table2_markdown(table, judges, supplement=shown is None,
+                            gate_evidence=gate_evidence), table
 
 
-def _table2_markdown(table: pd.DataFrame, judges: list[str], supplement: bool) -> str:
+def _table2_markdown(table: pd.DataFrame, judges: list[str], supplement: bool,
+                     gate_evidence: str | None = None) -> str:
     refused = "Refused without evidence" + (" (" + " / ".join(judge_label(j) for j in judges)
                                              + ")" if len(judges) > 1 else "")
     header = ["Chain", "Rubric or gate", *(f"{judge_label(j)} judge" for j in judges)]
@@ -202,7 +206,9 @@ def _table2_markdown(table: pd.DataFrame, judges: list[str], supplement: bool) -
                f"judged environments), {what}. Each cell: correct passed / flawed caught / "
                f"unplanned caught (%). {refused}: the changes of the chain Gate S+P refused for "
                f"want of evidence (n_no_evidence of the leave-one-out replay), per judge; "
-               f"- where no gate decides.")
+               f"- where no gate decides."
+               + ("" if gate_evidence is None else
+                  f" Gate evidence: {gate_evidence_short(gate_evidence)}."))
     title = "# carry, Table 2" + (" supplement: gate replay of every chain" if supplement
                                   else ": gate replay")
     return "\n".join([title, "", *markdown_table([*header, refused], rows), "",
