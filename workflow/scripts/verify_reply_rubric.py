@@ -10,10 +10,13 @@ config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config
 rows = []
 with LLMClient(config, ledger=Ledger(snakemake.output.ledger, rule="verify_reply_rubric"),
                role="judge") as client:
-    # Correctness is the gate: only replies of trials the verifier passed are judged.
+    # Correctness is the gate: only replies of trials the verifier passed are judged. Each
+    # trial's reply is its own judgement (the trial as sample index, as its agent's turns), so
+    # two trials that wrote the same reply are not answered from one cached verdict.
     for trial in trials[trials["verifier_passed"].astype(str) == "True"].itertuples(index=False):
         grade = grade_reply(client, snakemake.params.judge, trial.final_reply,
-                            max_tokens=snakemake.params.max_tokens)
+                            max_tokens=snakemake.params.max_tokens,
+                            sample_index=int(trial.trial_index))
         rows.append({"trial_index": trial.trial_index, **grade.verdicts, "passed": grade.passed})
 columns = ["trial_index", *(criterion.id for criterion in RUBRIC_CRITERIA), "passed"]
 pd.DataFrame(rows, columns=columns).to_csv(snakemake.output.grades, index=False)

@@ -11,6 +11,9 @@
     fake/known-judge?tpr=&tnr=, fake/known-writer, fake/known-reviser
                            the known-truth world's scripted models, which answer from the
                            ground truth the run prepared (rubriclab.llm.known)
+    fake/known-transfer-generator, fake/known-transfer-responder?q_pass=&q_fail=,
+    fake/known-transfer-judge?tpr=&tnr=
+                           transfer's known-truth world (rubriclab.llm.known_transfer)
 
 An optional `?delay_s=0.05` suffix makes each call sleep first (to interrupt runs in tests);
 `?salt=<text>` mixes the text into the digest, so fake/hash?salt=b answers unlike fake/hash

@@ -7,8 +7,15 @@ must show when every model does what the papers' setup assumes.
                                          it does not meet No with probability tnr
     fake/known-writer                    writes the generated draft and the label-taught rubric
                                          (rubriclab.llm.known_authors)
-    fake/known-reviser?salt=opus         revises rubrics as carry Figure 4 describes
+    fake/known-reviser?salt=opus&add=..&delete=..&edit=..
+                                         revises rubrics blind to meanings and labels: one
+                                         change a round drawn with set probabilities
                                          (rubriclab.llm.known_authors)
+    fake/known-agent?pass_rate=0.7       verify's refund agent: the correct scripted run with
+                                         probability pass_rate, else a run that breaks one
+                                         line of the verifier (rubriclab.llm.known_verify);
+                                         the judge also grades its replies on verify's reply
+                                         rubric, by declared meanings of the four criteria
 
 What the truth is. Only what the project generates or reads with its labels: each Recon
 report's label, planted flaw type and the finding the flaw touches
@@ -62,11 +69,20 @@ from urllib.parse import parse_qs
 
 import yaml
 
-KNOWN_FINGERPRINT = "known-v1"
+KNOWN_FINGERPRINT = "known-v2"
 JUDGE, WRITER, REVISER = "known-judge", "known-writer", "known-reviser"
-BEHAVIOURS = (JUDGE, WRITER, REVISER)
+AGENT = "known-agent"  # verify's (rubriclab.llm.known_verify)
+# transfer's world (rubriclab.llm.known_transfer)
+TRANSFER_GENERATOR, TRANSFER_RESPONDER, TRANSFER_JUDGE = (
+    "known-transfer-generator", "known-transfer-responder", "known-transfer-judge")
+TRANSFER_BEHAVIOURS = (TRANSFER_GENERATOR, TRANSFER_RESPONDER, TRANSFER_JUDGE)
+BEHAVIOURS = (JUDGE, WRITER, REVISER, AGENT, *TRANSFER_BEHAVIOURS)
 OPTIONS = {JUDGE: {"tpr", "tnr", "salt", "delay_s"}, WRITER: {"salt", "delay_s"},
-           REVISER: {"salt", "delay_s"}}
+           REVISER: {"salt", "delay_s", "add", "delete", "edit"},
+           AGENT: {"pass_rate", "salt", "delay_s"},
+           TRANSFER_GENERATOR: {"delay_s"},
+           TRANSFER_RESPONDER: {"q_pass", "q_fail", "p_met", "salt", "delay_s"},
+           TRANSFER_JUDGE: {"tpr", "tnr", "salt", "delay_s"}}
 DATA_DIR = Path("data/prepared")  # relative to the working directory of the job
 
 RECON = "recon"
@@ -471,6 +487,18 @@ def check_options(behaviour: str, model: str, options: set[str]) -> None:
                          f"fake/{behaviour} takes {sorted(OPTIONS[behaviour])}")
     if behaviour == JUDGE:
         judge_rates(model)
+    if behaviour == REVISER:
+        from .known_authors import reviser_probabilities
+
+        reviser_probabilities(model)
+    if behaviour == AGENT:
+        from .known_verify import agent_pass_rate
+
+        agent_pass_rate(model)
+    if behaviour in TRANSFER_BEHAVIOURS:
+        from .known_transfer import check_options as check_transfer_options
+
+        check_transfer_options(behaviour, model)
 
 
 def judge_answer(model: str, sample_index: int, response_format: str,
@@ -503,8 +531,19 @@ def judge_answer(model: str, sample_index: int, response_format: str,
 def known_answer(behaviour: str, model: str, sample_index: int, response_format: str,
                  messages: list[dict[str, str]]) -> str:
     """The answer of a `fake/known-*` model (rubriclab.llm.fake dispatches here)."""
-    if behaviour == JUDGE:
+    if behaviour in (JUDGE, AGENT):
+        from . import known_verify
+
+        if behaviour == AGENT:
+            return known_verify.agent_answer(model, sample_index, response_format, messages)
+        if known_verify.is_reply_prompt(messages):
+            return known_verify.reply_judge_answer(model, sample_index, response_format,
+                                                   messages)
         return judge_answer(model, sample_index, response_format, messages, current_world())
+    if behaviour in TRANSFER_BEHAVIOURS:
+        from .known_transfer import transfer_answer
+
+        return transfer_answer(behaviour, model, sample_index, response_format, messages)
     from .known_authors import reviser_answer, writer_answer
 
     if behaviour == WRITER:

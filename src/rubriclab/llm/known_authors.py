@@ -7,29 +7,40 @@ per kind of flaw the labels show, with Recon's open coverage check; the generate
 labels) mixes real checks with requirements the task never stated. At most the number of checks
 the prompt asks for, in the order below.
 
-fake/known-reviser?salt=<name> answers carry's revision prompts (rubriclab.carry.revision) as
-carry Figure 4 describes self-review, one step per round, reading the rubric it is shown (ids,
-texts and their meanings in the world) and the mode its prompt states:
+fake/known-reviser?salt=<name>&add=<p>&delete=<p>&edit=<p> answers carry's revision prompts
+(rubriclab.carry.revision) blind: it reads the ids and texts of the rubric it is shown and the
+mode its prompt states, never what a check means in the world (which faults it catches, whom
+it fails), nor any label. Each round it draws ONE action from the set probabilities:
 
-    hand start (Recon)      free: one change a round, in turn: makes a hand check stricter
-                            (an edit appending a requirement no report meets) or adds such a
-                            requirement (carry Table 4: two of each after four rounds);
-                            correct reports stop passing.
-                            fixed count: deletes one check and adds one such requirement.
-    label-taught start      free and fixed count: narrows the open coverage check (an edit) so
-                            that it no longer asks for the finding no check names; unplanned
-                            misses stop being caught. Free then deletes a label check that
-                            catches nothing.
-    human-labelled data     free: adds a requirement that a share of outputs, correct or
-                            flawed, do not meet (carry Table 3: correct outputs passed fall);
-                            fixed count: deletes a redundant check and adds one.
-    every start             delete only: deletes one check whose catches other checks hold
-                            (or that catches nothing), never one that alone catches a kind of
-                            fault; so it only deletes, and stays flat.
+    free            add with probability add, delete with delete, edit with edit;
+    fixed count     a delete paired with an add with probability add + delete, an edit with
+                    edit ("must keep exactly" n checks);
+    delete only     a delete with probability delete ("You may only keep or delete");
+    and otherwise (the rest, 1 - add - delete - edit) no change this round.
 
-Which check it edits or deletes and which requirement it adds are drawn from a generator seeded
-by the salt, the chain's seed (the request's sample index) and the rubric shown, so the three
-revisers and two seeds make different chains, each reproducible.
+Which check it deletes or edits is uniform over the rubric's checks. What it adds is uniform
+over every requirement text the world declares for the dataset's writer and reviser
+(`known.dataset_vocabulary`: on Recon the label-taught checks with the open coverage check, its
+narrowed form, and the requirements no report meets; on SummEdits / RAGTruth the label-taught,
+generated and share-unmet requirements) that the rubric does not already hold. What an edit
+writes is uniform over the forms the world declares for the check, so the judge can read it
+(`known.edited_meaning`): on Recon a check as written (a hand check or one of the vocabulary)
+with one of STRICT_CLAUSES appended, and for the open coverage check also RECON_NARROWED. The
+world declares no edit form on SummEdits / RAGTruth, nor for a check already edited.
+Deterministic fallbacks: an edit drawn on a check with no form passes to the next check of a
+shuffled order of the rubric (a draw without replacement), and makes no change where no check
+has one; an add or swap with nothing left to add makes no change; a delete that would leave
+no check (free, delete only) makes no change.
+
+Defaults: add = delete = edit = 1/3, the plain symmetric reading of a reviser asked to "review
+and improve" the rubric: it changes something every round, with no preference among the three
+changes the free prompt offers (a round without change only where the options sum below 1).
+They are not tuned to any claim of the papers: whether a gate holds a chain near its start has
+to follow from what the gates and the judge see, not from which changes the reviser chose.
+
+The draws come from a generator seeded by the salt, the chain's seed (the request's sample
+index) and the rubric shown, so the revisers and seeds make different chains, each
+reproducible.
 """
 
 from __future__ import annotations
@@ -41,9 +52,8 @@ import re
 from urllib.parse import parse_qs
 
 from .known import (
-    FINDING_FLAWS, FLAWED, LABELLED, LABELLED_VOCABULARY, RECON, RECON_COVERAGE, RECON_FLAWS,
-    RECON_LABEL, RECON_NARROWED, RECON_STANDARD, STRICT_CLAUSES, KnownWorld,
-    Meaning, OutsideTheWorld,
+    LABELLED_VOCABULARY, RECON, RECON_COVERAGE, RECON_LABEL, RECON_NARROWED, STRICT_CLAUSES,
+    KnownWorld, OutsideTheWorld, dataset_vocabulary,
 )
 
 RECON_GENERATED = (
@@ -58,8 +68,6 @@ RECON_GENERATED = (
 
 _CHECKS_ASKED = re.compile(r"Write a checklist of (\d+) checks")
 _LISTED = re.compile(r"^\[([^\]]+)\] (.*)$", re.MULTILINE)
-_HAND_ID = re.compile(r"-h\d+$")
-_LABEL_ID = re.compile(r"^l\d+$")
 
 
 def dataset_of(prompt: str) -> str:
@@ -97,8 +105,41 @@ def writer_answer(response_format: str, messages: list[dict[str, str]]) -> str:
 
 # --- the reviser ----------------------------------------------------------------------------
 
+DEFAULT_PROBABILITY = 1 / 3
+ACTIONS = ("add", "delete", "edit")
+_SUM_TOLERANCE = 1e-9  # 1/3 written as 0.333.. three times may sum a hair above 1
+
+
+def reviser_probabilities(model: str) -> dict[str, float]:
+    """{add, delete, edit: probability} of a `fake/known-reviser?...` model string; an option
+    not given is DEFAULT_PROBABILITY. Each must be in [0, 1] and together at most 1."""
+    options = parse_qs(model.partition("?")[2])
+    probabilities = {}
+    for action in ACTIONS:
+        if action not in options:
+            probabilities[action] = DEFAULT_PROBABILITY
+            continue
+        try:
+            value = float(options[action][0])
+        except ValueError:
+            raise ValueError(f"fake model {model!r}: {action} must be a number, got "
+                             f"{options[action][0]!r}") from None
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"fake model {model!r}: {action} must be in [0, 1], got {value}")
+        probabilities[action] = value
+    total = sum(probabilities.values())
+    if total > 1.0 + _SUM_TOLERANCE:
+        unset = [a for a in ACTIONS if a not in options]
+        raise ValueError(
+            f"fake model {model!r}: add + delete + edit must be at most 1, got {total:.4g}"
+            + (f" ({', '.join(unset)} not given: {DEFAULT_PROBABILITY:.4g} each by default)"
+               if unset else ""))
+    return probabilities
+
+
 def reviser_answer(model: str, seed: int, messages: list[dict[str, str]],
                    world: KnownWorld) -> str:
+    probabilities = reviser_probabilities(model)
     prompt = _user(messages)
     dataset = dataset_of(prompt)
     checks = _LISTED.findall(prompt)
@@ -113,10 +154,10 @@ def reviser_answer(model: str, seed: int, messages: list[dict[str, str]],
     salt = parse_qs(model.partition("?")[2]).get("salt", [""])[0]
     digest = hashlib.sha256(json.dumps([salt, seed, checks]).encode("utf-8")).hexdigest()
     rng = random.Random(digest)
-    meanings = {check_id: world.meaning(text, dataset) for check_id, text in checks}
-    actions, adds = _plan(dataset, mode, checks, meanings, rng)
+    actions, adds = _plan(draw_action(mode, probabilities, rng.random()), checks,
+                          _additions(dataset, checks), _edit_forms(dataset, checks, world), rng)
     entries = []
-    for check_id, text in checks:
+    for check_id, _ in checks:
         action = actions.get(check_id, ("keep",))
         entry = {"id": check_id, "action": action[0]}
         if action[0] == "edit":
@@ -126,77 +167,63 @@ def reviser_answer(model: str, seed: int, messages: list[dict[str, str]],
     return json.dumps({"checks": entries})
 
 
-def _plan(dataset: str, mode: str, checks: list[tuple[str, str]],
-          meanings: dict[str, Meaning], rng: random.Random) -> tuple[dict, list[str]]:
-    """{check id: (action, new text?)} and the texts to add."""
-    ids = [check_id for check_id, _ in checks]
-    texts = dict(checks)
+def draw_action(mode: str, probabilities: dict[str, float], u: float) -> str:
+    """The round's action from one uniform draw u in [0, 1): "add", "delete", "edit", "swap"
+    (a delete paired with an add) or "none"."""
+    add, delete, edit = (probabilities[a] for a in ACTIONS)
     if mode == "delete_only":
-        return _delete_one(_redundant(ids, meanings), ids, rng), []
-    if dataset in LABELLED:
-        standard = [t for t in LABELLED_VOCABULARY[dataset]["standard"] if t not in texts.values()]
-        adds = [rng.choice(standard)] if standard else []
-        if mode == "fixed_count":
-            actions = _delete_one(_redundant(ids, meanings) or ids[1:], ids, rng)
-            return actions, adds if actions else []
-        return {}, adds
-    standard = [t for t in RECON_STANDARD if t not in texts.values()]
-    add = [rng.choice(standard)] if standard else []
-    if any(_HAND_ID.search(check_id) for check_id in ids):
-        if mode == "fixed_count":
-            actions = _delete_one(ids, ids, rng)
-            return actions, add if actions else []
-        plain = [i for i in ids if _HAND_ID.search(i)
-                 and not any(texts[i].endswith(" " + c) for c in STRICT_CLAUSES)]
-        edited = sum(_HAND_ID.search(i) is not None for i in ids) - len(plain)
-        added = sum(t in RECON_STANDARD for t in texts.values())
-        # One change a round, edits and adds in turn: carry Table 4's rubric after Opus
-        # review holds two hand checks made stricter (3, 6) and two added ones (7, 8).
-        if plain and (edited <= added or not add):
-            chosen = rng.choice(plain)
-            return {chosen: ("edit", f"{texts[chosen]} {rng.choice(list(STRICT_CLAUSES))}")}, []
-        return {}, add
-    coverage = [i for i in ids if texts[i] == RECON_COVERAGE]
-    if coverage:
-        return {coverage[0]: ("edit", RECON_NARROWED)}, []
-    if any(_LABEL_ID.match(i) for i in ids):
-        if mode == "free":
-            idle = [i for i in ids if _LABEL_ID.match(i) and meanings[i] == Meaning()]
-            return _delete_one(idle, ids, rng), []
-        return {}, []
-    # Another start (the generated draft): free adds; fixed count deletes a redundant check
-    # and adds.
-    if mode == "free":
-        return {}, add
-    actions = _delete_one(_redundant(ids, meanings), ids, rng)
-    return actions, add if actions else []
+        return "delete" if u < delete else "none"
+    if mode == "fixed_count":
+        steps = (("swap", add + delete), ("edit", add + delete + edit))
+    else:
+        steps = (("add", add), ("delete", add + delete), ("edit", add + delete + edit))
+    return next((action for action, bound in steps if u < bound), "none")
 
 
-def _delete_one(candidates: list[str], ids: list[str], rng: random.Random) -> dict:
-    if not candidates or len(ids) < 2:
+def _additions(dataset: str, checks: list[tuple[str, str]]) -> list[str]:
+    """Every requirement text the world declares for the dataset's writer and reviser, in
+    its declared order, less those the rubric already holds."""
+    held = {text for _, text in checks}
+    return [text for text in dataset_vocabulary(dataset) if text not in held]
+
+
+def _edit_forms(dataset: str, checks: list[tuple[str, str]],
+                world: KnownWorld) -> dict[str, list[str]]:
+    """{check id: the edited texts the world declares for it}, from the texts alone: on
+    Recon, a check the world knows as written (a hand check or one of the closed vocabulary,
+    not one already edited) with one of STRICT_CLAUSES appended, and the open coverage check
+    also narrowed (RECON_NARROWED). The world declares no edit form on SummEdits or RAGTruth
+    (STRICT_CLAUSES ask a security report for CVSS scores and CIS controls)."""
+    if dataset != RECON:
         return {}
-    return {rng.choice(candidates): ("delete",)}
+    known_texts = world.vocabulary(RECON).keys()
+    forms = {}
+    for check_id, text in checks:
+        if text in known_texts:
+            forms[check_id] = [f"{text} {clause}" for clause in STRICT_CLAUSES]
+            if text == RECON_COVERAGE:
+                forms[check_id].append(RECON_NARROWED)
+    return forms
 
 
-def _faults(meanings: dict[str, Meaning]) -> list[tuple[str, str | None]]:
-    """Every fault an output of the rubric's scope may have, in the world's terms: a finding
-    flaw of each finding a check names (a per-environment hand rubric), or of any finding."""
-    named = sorted({f for m in meanings.values() for f in m.findings})
-    if any(FLAWED in m.flaws for m in meanings.values()):
-        return [(FLAWED, None)]
-    faults: list[tuple[str, str | None]] = [(flaw, f) for flaw in FINDING_FLAWS for f in named]
-    faults += [(flaw, None) for flaw in RECON_FLAWS if not (named and flaw in FINDING_FLAWS)]
-    return faults
-
-
-def _redundant(ids: list[str], meanings: dict[str, Meaning]) -> list[str]:
-    """Checks whose every catch another check of the rubric also holds (or that catch
-    nothing), in the world's terms."""
-    faults = _faults(meanings)
-    redundant = []
-    for check_id in ids:
-        held = [fault for fault in faults if meanings[check_id].catches(*fault)]
-        others = [i for i in ids if i != check_id]
-        if all(any(meanings[o].catches(*fault) for o in others) for fault in held):
-            redundant.append(check_id)
-    return redundant
+def _plan(action: str, checks: list[tuple[str, str]], additions: list[str],
+          edit_forms: dict[str, list[str]], rng: random.Random) -> tuple[dict, list[str]]:
+    """{check id: (action, new text?)} and the texts to add, for the drawn action."""
+    ids = [check_id for check_id, _ in checks]
+    if action in ("add", "swap") and not additions:
+        return {}, []
+    if action == "add":
+        return {}, [rng.choice(additions)]
+    if action == "delete":
+        if len(ids) < 2:  # the prompt asks that at least one check remain
+            return {}, []
+        return {rng.choice(ids): ("delete",)}, []
+    if action == "swap":
+        return {rng.choice(ids): ("delete",)}, [rng.choice(additions)]
+    if action == "edit":
+        # A uniform draw of the check; one without a declared form is passed over for the
+        # next of the same shuffled order (a draw without replacement).
+        for check_id in rng.sample(ids, len(ids)):
+            if edit_forms.get(check_id):
+                return {check_id: ("edit", rng.choice(edit_forms[check_id]))}, []
+    return {}, []
