@@ -13,7 +13,7 @@ must show when every model does what the papers' setup assumes.
                                          (rubriclab.llm.known_authors)
     fake/known-agent?pass_rate=0.7       verify's refund agent: the correct scripted run with
                                          probability pass_rate, else a run that breaks one
-                                         line of the verifier (rubriclab.llm.known_verify);
+                                         line of the verifier (rubriclab.verify.known_world);
                                          the judge also grades its replies on verify's reply
                                          rubric, by declared meanings of the four criteria
 
@@ -65,13 +65,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Callable
 from urllib.parse import parse_qs
 
 import yaml
 
 KNOWN_FINGERPRINT = "known-v2"
 JUDGE, WRITER, REVISER = "known-judge", "known-writer", "known-reviser"
-AGENT = "known-agent"  # verify's (rubriclab.llm.known_verify)
+AGENT = "known-agent"  # verify's (rubriclab.verify.known_world)
 # transfer's world (rubriclab.llm.known_transfer)
 TRANSFER_GENERATOR, TRANSFER_RESPONDER, TRANSFER_JUDGE = (
     "known-transfer-generator", "known-transfer-responder", "known-transfer-judge")
@@ -492,13 +494,44 @@ def check_options(behaviour: str, model: str, options: set[str]) -> None:
 
         reviser_probabilities(model)
     if behaviour == AGENT:
-        from .known_verify import agent_pass_rate
-
         agent_pass_rate(model)
     if behaviour in TRANSFER_BEHAVIOURS:
         from .known_transfer import check_options as check_transfer_options
 
         check_transfer_options(behaviour, model)
+
+
+def agent_pass_rate(model: str) -> float:
+    """p of a `fake/known-agent?pass_rate=<p>` model string: required, a number in [0, 1]."""
+    options = parse_qs(model.partition("?")[2])
+    if "pass_rate" not in options:
+        raise ValueError(f"fake model {model!r}: a known-truth agent needs pass_rate=<p>")
+    try:
+        value = float(options["pass_rate"][0])
+    except ValueError:
+        raise ValueError(f"fake model {model!r}: pass_rate must be a number, got "
+                         f"{options['pass_rate'][0]!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"fake model {model!r}: pass_rate must be in [0, 1], got {value}")
+    return value
+
+
+# Worlds of the works above the model layer, registered by them when imported (verify's:
+# rubriclab.verify.known_world, imported with rubriclab.verify), so that the model layer answers
+# their prompts without importing the works.
+_WORLDS: dict[str, SimpleNamespace] = {}
+
+
+def register_world(name: str, **answerers: Callable) -> None:
+    _WORLDS[name] = SimpleNamespace(**answerers)
+
+
+def registered_world(name: str, behaviour: str) -> SimpleNamespace:
+    if name not in _WORLDS:
+        raise OutsideTheWorld(f"fake/{behaviour} answers in {name}'s known-truth world, which "
+                              f"registers itself when rubriclab.{name} is imported; this "
+                              f"process has not imported it")
+    return _WORLDS[name]
 
 
 def judge_answer(model: str, sample_index: int, response_format: str,
@@ -531,14 +564,13 @@ def judge_answer(model: str, sample_index: int, response_format: str,
 def known_answer(behaviour: str, model: str, sample_index: int, response_format: str,
                  messages: list[dict[str, str]]) -> str:
     """The answer of a `fake/known-*` model (rubriclab.llm.fake dispatches here)."""
-    if behaviour in (JUDGE, AGENT):
-        from . import known_verify
-
-        if behaviour == AGENT:
-            return known_verify.agent_answer(model, sample_index, response_format, messages)
-        if known_verify.is_reply_prompt(messages):
-            return known_verify.reply_judge_answer(model, sample_index, response_format,
-                                                   messages)
+    if behaviour == AGENT:
+        return registered_world("verify", behaviour).agent_answer(
+            model, sample_index, response_format, messages)
+    if behaviour == JUDGE:
+        verify = _WORLDS.get("verify")
+        if verify is not None and verify.is_reply_prompt(messages):
+            return verify.reply_judge_answer(model, sample_index, response_format, messages)
         return judge_answer(model, sample_index, response_format, messages, current_world())
     if behaviour in TRANSFER_BEHAVIOURS:
         from .known_transfer import transfer_answer

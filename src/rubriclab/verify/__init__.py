@@ -36,6 +36,8 @@ from .refund import (
     verify,
 )
 
+from . import known_world  # noqa: F401  (registers verify's known-truth world with the model layer)
+
 __all__ = [
     "Check", "Confusion", "CorrectedRate", "Criterion", "POLICY", "POST_CONFUSION",
     "POST_JUDGED", "RGResult", "RUBRIC_CRITERIA", "RefundWorld", "ReplyGrade",

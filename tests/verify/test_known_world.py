@@ -1,4 +1,4 @@
-"""verify's known-truth world (rubriclab.llm.known_verify): the scripted agent passes the
+"""verify's known-truth world (rubriclab.verify.known_world): the scripted agent passes the
 verifier at its set rate, the known judge grades the reply rubric at its set error rates, and the
 Rogan-Gladen corrected rate of the judged trials covers the verifier's rate."""
 
@@ -12,7 +12,7 @@ import pytest
 from rubriclab.llm import LLMClient, LLMConfig, known
 from rubriclab.llm.fake import parse_fake_model
 from rubriclab.llm.known import OutsideTheWorld, known_answer
-from rubriclab.llm.known_verify import (
+from rubriclab.verify.known_world import (
     REFUND_TIME, REFUND_USD, REPLY_MEANINGS, WORLD_REPLIES, agent_answer, failing_trajectories,
     reply_truth, trial_trajectory,
 )

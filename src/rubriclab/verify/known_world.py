@@ -40,28 +40,14 @@ from rubriclab.verify.refund import (
     TICKET, ScriptedTrajectory, agent_system_prompt, rubric_messages, usd,
 )
 
-from .known import OutsideTheWorld, _unit, judge_rates
+from rubriclab.llm.known import (
+    AGENT, OutsideTheWorld, _unit, agent_pass_rate, judge_rates, register_world,
+)
 
-AGENT = "known-agent"
 CORRECT = "correct"
 
 
 # --- the agent --------------------------------------------------------------------------------
-
-def agent_pass_rate(model: str) -> float:
-    """p of a `fake/known-agent?pass_rate=<p>` model string: required, a number in [0, 1]."""
-    options = parse_qs(model.partition("?")[2])
-    if "pass_rate" not in options:
-        raise ValueError(f"fake model {model!r}: a known-truth agent needs pass_rate=<p>")
-    try:
-        value = float(options["pass_rate"][0])
-    except ValueError:
-        raise ValueError(f"fake model {model!r}: pass_rate must be a number, got "
-                         f"{options['pass_rate'][0]!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"fake model {model!r}: pass_rate must be in [0, 1], got {value}")
-    return value
-
 
 def failing_trajectories() -> list[ScriptedTrajectory]:
     """The scripted runs that break a line of the verifier, in their declared order."""
@@ -199,3 +185,9 @@ def reply_judge_answer(model: str, sample_index: int, response_format: str,
     u = _unit([model, sample_index, messages, 0])
     judged = truth if u < (tpr if truth else tnr) else not truth
     return "Yes" if judged else "No"
+
+
+# the model layer answers fake/known-agent and the reply rubric's prompts through this module,
+# which it cannot import (the model layer knows nothing of the works above it)
+register_world("verify", agent_answer=agent_answer, is_reply_prompt=is_reply_prompt,
+               reply_judge_answer=reply_judge_answer)
