@@ -12,7 +12,7 @@ WHEELHOUSE ?= $(HOME)/.cache/rubriclab/wheels/llama-cpp-python-$(LLAMA_CPP_VERSI
 STAMP := $(VENV)/.installed
 
 .PHONY: reproduce test report dry-run-paper plan plan-paper plan-pilot pilot rehearse \
-	rehearse-pilot rehearse-cluster known-truth install clean-outputs
+	rehearse-pilot rehearse-cluster known-truth known-truth-sweep install clean-outputs
 
 # Values from the command line or the environment (RUN, BASE, RUBRICLAB_DATA_MIRROR and the
 # data folders that default to it) are taken as written ($(value ...): make expands nothing in
@@ -130,6 +130,14 @@ known-truth: $(STAMP)
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/config.yaml config/known_truth.yaml \
 		--config run=known-truth \
 		$(if $(value KNOWN_TRUTH_DATA),data_mirror=$(call quote,$(value KNOWN_TRUTH_DATA)))
+
+# The same world over a grid of judge error rates (TPR x TNR in KNOWN_TRUTH_RATES), one named run
+# per point (runs/sweep-*/): where each claim of the replication page shows
+# (runs/known-truth-sweep/known_truth_sweep.md; docs/replication.md quotes it).
+KNOWN_TRUTH_RATES ?= 0.90 0.95 0.99
+known-truth-sweep: $(STAMP)
+	$(VENV)/bin/python benchmarks/known_truth_sweep.py --cores $(CORES) --rates $(KNOWN_TRUTH_RATES) \
+		$(if $(value KNOWN_TRUTH_DATA),--data-mirror $(call quote,$(value KNOWN_TRUTH_DATA)))
 
 install: $(STAMP)
 

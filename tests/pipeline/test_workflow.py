@@ -565,12 +565,24 @@ def test_swapping_the_reviser_reruns_only_revisions_gates_and_figures(finished_r
 def test_the_replication_page_sets_the_papers_numbers_beside_the_run(finished_run):
     workdir, _ = finished_run
     table = pd.read_csv(workdir / "figures/replication.csv", keep_default_na=False)
-    assert len(table) >= 15 and (table["verdict"] != "").all()
+    assert table["group"].nunique() >= 40 and (table["verdict"] != "").all()
     verdicts = table.set_index("id")["verdict"]
-    # no model behind these: the paper's own inputs give its numbers
+    arithmetic = table["kind"] == "arithmetic"
+    # no model behind these: the seeds' own numbers give them, and they are never counted as
+    # replications
     assert (verdicts[verdicts.index.str.startswith("carry.table1.")] == "matches").all()
-    assert verdicts["verify.worked_example.corrected"] == "matches"
-    # fake models are never compared with the paper's
-    assert verdicts["carry.fig2.ragtruth_paragraph_10"] == "not comparable with these models"
+    assert verdicts["verify.correction.formula"] == "matches"
+    assert not table.loc[arithmetic, "verdict"].isin(["replicates", "holds"]).any()
+    # fake models are never compared with the paper's, whatever their numbers say
+    measured = table[~arithmetic & (table["verdict"] != "not computed")]
+    assert set(measured["verdict"]) <= {"other models", "cannot tell"}
+    assert verdicts["carry.fig2.ragtruth_paragraph_10"] == "other models"
+    # every claim the pipeline cannot compute says why
+    missing = table[table["verdict"] == "not computed"]
+    assert len(missing) and (missing["note"].str.len() > 20).all()
     page = (workdir / "figures/replication.md").read_text()
-    assert "“The corrected reply-quality number is about 65%, not 75%”" in page
+    counts = page.split("\n")[2]
+    assert "Arithmetic checks of the seeds' own numbers, not replications" in counts
+    arithmetic_section = page.split("## Arithmetic checks")[1].split("## Not computed")[0]
+    assert "Table 1" in arithmetic_section and "Table 1" not in page.split("## Arithmetic")[0]
+    assert "## Not computed by this pipeline" in page and "Reading: Recon gate evidence" in page

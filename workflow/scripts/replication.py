@@ -1,7 +1,8 @@
 from pathlib import Path
 
+from rubriclab.carry.analysis import gate_evidence_reading
 from rubriclab.labels import ModelLabels, labels_in_use
-from rubriclab.replication import replication_markdown, replication_table
+from rubriclab.replication.page import replication_markdown, replication_table
 from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])
@@ -11,4 +12,5 @@ with labels_in_use(ModelLabels(snakemake.config.get("labels"),
     table = replication_table(outputs, snakemake.config)
 table.to_csv(snakemake.output.csv, index=False)
 Path(snakemake.output.md).write_text(
-    replication_markdown(table, snakemake.config.get("run")), encoding="utf-8")
+    replication_markdown(table, snakemake.config.get("run"),
+                         [gate_evidence_reading(snakemake.config)]), encoding="utf-8")
