@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import math
 import os
 import re
 import subprocess
@@ -39,6 +40,7 @@ from rubriclab.replication.verdicts import CANNOT_TELL  # noqa: E402
 SHOWS = {"holds": "yes", "replicates": "yes", "matches": "yes", "does not hold": "no",
          "does not replicate": "no", "differs": "no", CANNOT_TELL: "?", "not computed": "-"}
 PAGE = "figures/replication.csv"
+FIGURE6 = "results/carry/figures/fig6_gated_quality.csv"
 KNOWN_JUDGE = re.compile(r"^fake/known-[a-z-]*judge\?")
 
 
@@ -94,30 +96,62 @@ def main() -> None:
     parser.add_argument("--timeout-s", type=float, default=3 * 3600,
                         help="the most one grid point's run may take")
     parser.add_argument("--out", default=str(REPO / "runs" / "known-truth-sweep"))
+    parser.add_argument("--summarise-only", action="store_true",
+                        help="read the grid points' finished runs instead of running them")
     args = parser.parse_args()
     args.data_mirror = str(Path(args.data_mirror).resolve())
 
     base = yaml.safe_load((REPO / "config" / "known_truth.yaml").read_text(encoding="utf-8"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    frames = []
+    frames, figure6 = [], []
     for tpr in args.rates:
         for tnr in args.rates:
             name = f"sweep-tpr{tpr:g}-tnr{tnr:g}"
             overlay = grid_overlay(base, tpr, tnr)
             overlay_path = out / f"{name}.yaml"
             overlay_path.write_text(yaml.safe_dump(overlay, sort_keys=False), encoding="utf-8")
-            seconds = run_point(name, overlay_path, [PAGE], args)
+            seconds = math.nan if args.summarise_only else run_point(name, overlay_path, [PAGE],
+                                                                      args)
             table = pd.read_csv(REPO / "runs" / name / PAGE, keep_default_na=False)
-            table["tpr"], table["tnr"], table["seconds"] = tpr, tnr, round(seconds)
+            table["tpr"], table["tnr"], table["seconds"] = tpr, tnr, seconds
             frames.append(table)
-            print(f"{name}: {round(seconds)} s, "
+            figure6.append({"tpr": tpr, "tnr": tnr,
+                            **figure6_moves(REPO / "runs" / name / FIGURE6)})
+            print(f"{name}: {seconds:.0f} s, "
                   f"{(table['as_measured'].isin(['holds', 'replicates'])).sum()} claims shown",
                   flush=True)
     sweep = pd.concat(frames, ignore_index=True)
     sweep.to_csv(out / "known_truth_sweep.csv", index=False)
-    (out / "known_truth_sweep.md").write_text(region_markdown(sweep), encoding="utf-8")
-    print(region_markdown(sweep))
+    text = region_markdown(sweep) + "\n" + figure6_markdown(pd.DataFrame(figure6))
+    (out / "known_truth_sweep.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
+def figure6_moves(path: Path) -> dict[str, float]:
+    """Figure 6 at one grid point, in points, over revisers and metrics: each gate's largest
+    move from the start either way, and its largest fall below it, per panel."""
+    table = pd.read_csv(path)
+    moves: dict[str, float] = {}
+    for (source, gate), rows in table.groupby(["source", "gate"]):
+        change = rows["value"] - rows["start"]
+        moves[f"{source} {gate} move"] = float(change.abs().max())
+        moves[f"{source} {gate} fall"] = max(0.0, float((-change).max()))
+    return moves
+
+
+def figure6_markdown(moves: pd.DataFrame) -> str:
+    """Per grid point, each gate's largest move (either way) / largest fall below the start,
+    over revisers and metrics, per panel (hand, label): what "stays near the start" reads."""
+    gates = ["none", "R", "P", "S", "S+P"]
+    header = ["TPR/TNR", *(f"{source} {gate}" for source in ("hand", "label") for gate in gates)]
+    lines = ["Figure 6, largest move / largest fall from the start (points, over revisers and "
+             "metrics):", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in moves.to_dict("records"):
+        cells = [f"{row[f'{s} {g} move']:.1f} / {row[f'{s} {g} fall']:.1f}"
+                 for s in ("hand", "label") for g in gates]
+        lines.append("| " + " | ".join([f"{row['tpr']:g}/{row['tnr']:g}", *cells]) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def region_markdown(sweep: pd.DataFrame) -> str:

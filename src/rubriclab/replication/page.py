@@ -12,7 +12,6 @@ import pandas as pd
 import yaml
 
 from rubriclab.labels import current_labels
-from rubriclab.tidy import markdown_table
 
 from . import readers_carry, readers_transfer, readers_verify
 from .evidence import Evidence, Outputs, Reader
@@ -119,6 +118,23 @@ def replication_table(outputs: Outputs, config: Mapping[str, Any],
     return pd.DataFrame(rows)
 
 
+NOTE_CHARS = 600  # a note on the page; the csv keeps it whole
+
+
+def markdown_table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    """A pipe table without padding: tidy.markdown_table pads every cell to its column's
+    widest, and one long note then makes the page a megabyte."""
+    def cell(value: Any) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ")
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(cell(v) for v in row) + " |" for row in rows)]
+
+
+def _short(note: str) -> str:
+    return note if len(note) <= NOTE_CHARS else \
+        note[:NOTE_CHARS].rsplit(" ", 1)[0] + " … (the whole note: replication.csv)"
+
+
 def _counts(rows: pd.DataFrame) -> str:
     counts = rows["verdict"].value_counts()
     return ", ".join(f"{counts[v]} {v}" for v in counts.index) or "none"
@@ -137,7 +153,8 @@ def replication_markdown(table: pd.DataFrame, run_name: str | None = None,
 
     def claim_rows(rows: pd.DataFrame) -> list[list[Any]]:
         return [[r.where, f"“{r.sentence}”", r.kind, r.seed, r.run, r.interval, r.n,
-                 r.models, r.as_measured, f"**{r.verdict}**" + (f" ({r.note})" if r.note else "")]
+                 r.models, r.as_measured,
+                 f"**{r.verdict}**" + (f" ({_short(r.note)})" if r.note else "")]
                 for r in rows.itertuples(index=False)]
 
     lines = [
