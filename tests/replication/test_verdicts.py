@@ -122,3 +122,14 @@ def test_a_sentence_about_the_seeds_own_numbers_is_arithmetic():
     assert as_measured(entry, Evidence(parts=(Part("TNR wider", None),))) == CANNOT_TELL
     fake = {**PAPER, "models": {**PAPER["models"], "judge": "fake/hash"}}
     assert verdict(entry, Evidence(parts=(Part("TNR wider", True),)), fake) == MATCHES
+
+
+def test_a_rehearsal_served_model_is_never_a_replication():
+    from rubriclab.rehearsal import REHEARSAL_FINGERPRINT
+    evidence = Evidence(75.0, 70.0, 80.0, 56)
+    judge = PAPER["models"]["judge"]
+    rehearsed = {**PAPER, "llm": {"per_model": {judge: {
+        "api_base": "http://127.0.0.1:5000", "fingerprint": REHEARSAL_FINGERPRINT}}}}
+    assert verdict(MEASURED, evidence, rehearsed) == OTHER_MODELS
+    revision = {**PAPER, "llm": {"per_model": {judge: {"fingerprint": "2026-05 snapshot"}}}}
+    assert verdict(MEASURED, evidence, revision) == REPLICATES

@@ -32,6 +32,7 @@ from rubriclab.plan.compare import by_rule, comparison_markdown, plan_against_le
 from rubriclab.plan.compare import problems as plan_problems
 from rubriclab.plan.report import write_plan
 
+from . import REHEARSAL_FINGERPRINT
 from .server import FaultMix, ReasoningModel, RehearsalServer
 
 REPO = Path(__file__).resolve().parents[3]
@@ -40,7 +41,6 @@ REPO = Path(__file__).resolve().parents[3]
 OPENAI_COMPATIBLE = ("openai", "deepseek", "xai", "openrouter", "nebius", "zai")
 SPOKEN = OPENAI_COMPATIBLE + ("anthropic", "gemini")
 # Keys litellm checks for each provider: placeholders, set for the rehearsal's run only.
-REHEARSAL_FINGERPRINT = "rubriclab-rehearsal-server"
 PLACEHOLDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY",
                     "XAI_API_KEY", "OPENROUTER_API_KEY", "NEBIUS_API_KEY", "ZAI_API_KEY")
 # Models that think whether or not an effort is asked for (as the providers document them),

@@ -11,7 +11,8 @@ Two steps. What the numbers say (`as_measured`), whatever the models:
 - "cannot tell" whenever the run cannot say: no value, NaN, a part that cannot be tested, or
   fewer items than the claim's `min_n`.
 Then who answered (`verdict`): a measured or qualitative claim resting on a `fake/` or `local/`
-model is "other models", and one resting on a stand-in for the model the paper names (the
+model, or on a model the rehearsal's loopback server answered for (`make rehearse`), is "other
+models", and one resting on a stand-in for the model the paper names (the
 config's `stand_ins`) is "stand-in": the run's numbers are shown, never called a replication.
 """
 
@@ -20,6 +21,8 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 from typing import Any, Mapping
+
+from rubriclab.rehearsal import REHEARSAL_FINGERPRINT
 
 from .evidence import Evidence
 
@@ -123,13 +126,22 @@ def models_of(config: Mapping[str, Any], keys: list[str]) -> list[str]:
     return list(dict.fromkeys(str(m).split("@", 1)[0] for m in found))
 
 
+def rehearsed(config: Mapping[str, Any], model: str) -> bool:
+    """Whether the run's answers for `model` came from the rehearsal's loopback server (which
+    declares its own identity for every model it serves), not from the provider."""
+    per_model = ((config.get("llm") or {}).get("per_model") or {})
+    return any(str(key).split("@", 1)[0] == model
+               and (settings or {}).get("fingerprint") == REHEARSAL_FINGERPRINT
+               for key, settings in per_model.items())
+
+
 def verdict(entry: Mapping[str, Any], evidence: Evidence, config: Mapping[str, Any]) -> str:
     """The page's verdict: what the numbers say, unless the models were not the paper's."""
     measured = as_measured(entry, evidence)
     if entry["kind"] == "arithmetic" or measured == CANNOT_TELL:
         return measured
     models = models_of(config, list(entry.get("models", [])))
-    if any(model.startswith(NOT_THE_PAPERS) for model in models):
+    if any(model.startswith(NOT_THE_PAPERS) or rehearsed(config, model) for model in models):
         return OTHER_MODELS
     stand_ins = config.get("stand_ins") or {}
     if any(model in stand_ins for model in models):
