@@ -576,7 +576,9 @@ def test_the_replication_page_sets_the_papers_numbers_beside_the_run(finished_ru
     # fake models are never compared with the paper's, whatever their numbers say
     measured = table[~arithmetic & (table["verdict"] != "not computed")]
     assert set(measured["verdict"]) <= {"other models", "cannot tell"}
-    assert verdicts["carry.fig2.ragtruth_paragraph_10"] == "other models"
+    compared = measured[measured["as_measured"].isin(["replicates", "does not replicate",
+                                                       "holds", "does not hold"])]
+    assert len(compared) and (compared["verdict"] == "other models").all()
     # every claim the pipeline cannot compute says why
     missing = table[table["verdict"] == "not computed"]
     assert len(missing) and (missing["note"].str.len() > 20).all()
