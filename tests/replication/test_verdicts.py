@@ -133,3 +133,27 @@ def test_a_rehearsal_served_model_is_never_a_replication():
     assert verdict(MEASURED, evidence, rehearsed) == OTHER_MODELS
     revision = {**PAPER, "llm": {"per_model": {judge: {"fingerprint": "2026-05 snapshot"}}}}
     assert verdict(MEASURED, evidence, revision) == REPLICATES
+
+
+def test_the_paper_configs_stand_in_is_flagged_on_every_claim_resting_on_it():
+    """config/paper.yaml stands GPT-5.1 in for GPT-5 in transfer's panel: every claim resting
+    on the panel reads "stand-in" whatever its numbers say, and a claim not resting on it is
+    compared."""
+    from pathlib import Path
+
+    import yaml
+
+    from rubriclab.replication.page import load_claims
+
+    paper = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "paper.yaml")
+                           .read_text(encoding="utf-8"))
+    holds = Evidence(parts=(Part("every part", True),), n=10_000)
+    replicated = Evidence(50.0, 0.0, 100.0, 10_000)
+    on_panel = [c for c in load_claims() if "transfer.panel" in c.get("models", [])
+                and "missing" not in c]
+    assert on_panel
+    for claim in on_panel:
+        evidence = holds if claim["kind"] == "qualitative" else replicated
+        assert verdict(claim, evidence, paper) == STAND_IN, claim["id"]
+    carry = next(c for c in load_claims() if c["id"] == "carry.fig6.only_sp")
+    assert verdict(carry, holds, paper) == HOLDS
