@@ -118,7 +118,7 @@ def main() -> None:
             frames.append(table)
             figure6.append({"tpr": tpr, "tnr": tnr,
                             **figure6_moves(REPO / "runs" / name / FIGURE6)})
-            print(f"{name}: {seconds:.0f} s, "
+            print(f"{name}: {'read' if math.isnan(seconds) else f'{seconds:.0f} s'}, "
                   f"{(table['as_measured'].isin(['holds', 'replicates'])).sum()} claims shown",
                   flush=True)
     sweep = pd.concat(frames, ignore_index=True)
