@@ -2,9 +2,7 @@
 never take an arithmetic check for a replication, and every claim file entry valid."""
 
 import pandas as pd
-import pytest
 
-from rubriclab.replication.evidence import Evidence
 from rubriclab.replication.page import (NOTE_CHARS, load_claims, replication_markdown,
                                         replication_table)
 

@@ -5,7 +5,8 @@ of its sentence tested on its own (`Part`), or why the run cannot say."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import wraps
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -62,3 +63,29 @@ def percent_rate(successes: int, n: int, note: str = "") -> Evidence:
 
 # a reader: the run's outputs (rule `replication`'s inputs by name) and its config -> Evidence
 Reader = Callable[[Outputs, Mapping], Evidence]
+
+
+class MissingEvidence(Exception):
+    """An output, a row or a column a claim needs is not in this run's outputs."""
+
+
+def reads(reader: Reader) -> Reader:
+    """A reader that says "cannot" (naming what is missing) where its claim's evidence is
+    not in the run, rather than failing the page."""
+    @wraps(reader)
+    def read(outputs: Outputs, config: Mapping) -> Evidence:
+        try:
+            return reader(outputs, config)
+        except MissingEvidence as missing:
+            return cannot(str(missing))
+    return read
+
+
+def output_path(outputs: Outputs, name: str) -> Path:
+    """The path of rule `replication`'s input `name`, which must exist."""
+    if name not in outputs:
+        raise MissingEvidence(f"the replication rule has no input {name!r}")
+    path = Path(outputs[name])
+    if not path.exists():
+        raise MissingEvidence(f"{path} does not exist in this run")
+    return path

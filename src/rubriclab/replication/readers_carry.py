@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import math
 import re
-from functools import wraps
-from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
 from rubriclab.replication.evidence import (
+    MissingEvidence,
+    output_path,
+    reads as _reads,
     Evidence,
     Outputs,
     Part,
@@ -48,26 +49,8 @@ GATE_COLUMNS = {"none": "ungated", "R": "Gate R", "P": "Gate P", "S": "Gate S",
 CI = " 95% CI"
 
 
-class MissingEvidence(Exception):
-    """An output, a row or a column the claim needs is not in this run's outputs."""
-
-
-def _reads(reader: Callable[[Outputs, Mapping], Evidence]) -> Reader:
-    @wraps(reader)
-    def read(outputs: Outputs, config: Mapping) -> Evidence:
-        try:
-            return reader(outputs, config)
-        except MissingEvidence as missing:
-            return cannot(str(missing))
-    return read
-
-
 def _csv(outputs: Outputs, name: str) -> pd.DataFrame:
-    if name not in outputs:
-        raise MissingEvidence(f"the replication rule has no input {name!r}")
-    path = Path(outputs[name])
-    if not path.exists():
-        raise MissingEvidence(f"{path} does not exist in this run")
+    path = output_path(outputs, name)
     return pd.read_csv(path, keep_default_na=False, na_values=["", "NaN", "nan"])
 
 

@@ -13,18 +13,18 @@ statistics are fractions in stats.csv; a claim in percent reads them times 100.
 
 from __future__ import annotations
 
-from functools import wraps
-from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 import pandas as pd
 
 from rubriclab.replication.evidence import (
+    MissingEvidence,
+    output_path,
+    reads as _reads,
     Evidence,
     Outputs,
     Part,
     Reader,
-    cannot,
     percent_rate,
 )
 
@@ -40,26 +40,8 @@ REDUNDANT = ("one", "several")
 MOVING = ("matched", "general")
 
 
-class MissingEvidence(Exception):
-    """An output, a row or a generator the claim needs is not in this run."""
-
-
-def _reads(reader: Callable[[Outputs, Mapping], Evidence]) -> Reader:
-    @wraps(reader)
-    def read(outputs: Outputs, config: Mapping) -> Evidence:
-        try:
-            return reader(outputs, config)
-        except MissingEvidence as missing:
-            return cannot(str(missing))
-    return read
-
-
 def _csv(outputs: Outputs, name: str) -> pd.DataFrame:
-    if name not in outputs:
-        raise MissingEvidence(f"the replication rule has no input {name!r}")
-    path = Path(outputs[name])
-    if not path.exists():
-        raise MissingEvidence(f"{path} does not exist in this run")
+    path = output_path(outputs, name)
     # the analysis writes NaN for an undefined statistic and "" for an unused key column
     return pd.read_csv(path, keep_default_na=False, na_values=["NaN"])
 

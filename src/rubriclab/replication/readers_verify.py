@@ -12,45 +12,27 @@ Outputs read (rule `replication`'s inputs): `verify` (figures/verify/table_calib
 
 from __future__ import annotations
 
-from functools import wraps
-from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 import pandas as pd
 
 from rubriclab.replication.evidence import (
+    MissingEvidence,
+    output_path,
+    reads as _reads,
     Evidence,
     Outputs,
     Part,
     Reader,
-    cannot,
     percent_rate,
 )
 
 POST_SOURCE = "worked example"  # the calibration table's row of the post's own numbers
 
 
-class MissingEvidence(Exception):
-    """An output, a row or a column the claim needs is not in this run's outputs."""
-
-
-def _reads(reader: Callable[[Outputs, Mapping], Evidence]) -> Reader:
-    @wraps(reader)
-    def read(outputs: Outputs, config: Mapping) -> Evidence:
-        try:
-            return reader(outputs, config)
-        except MissingEvidence as missing:
-            return cannot(str(missing))
-    return read
-
-
 def _csv(outputs: Outputs, name: str, keep_empty: bool = False) -> pd.DataFrame:
     """The input `name` of rule `replication`; empty cells are NaN unless `keep_empty`."""
-    if name not in outputs:
-        raise MissingEvidence(f"the replication rule has no input {name!r}")
-    path = Path(outputs[name])
-    if not path.exists():
-        raise MissingEvidence(f"{path} does not exist in this run")
+    path = output_path(outputs, name)
     if keep_empty:
         return pd.read_csv(path, keep_default_na=False)
     return pd.read_csv(path, keep_default_na=False, na_values=[""])
