@@ -40,6 +40,7 @@ import json
 import random
 import re
 import datetime as dt
+import hashlib
 import threading
 import time
 from collections import Counter
@@ -65,7 +66,8 @@ _JSON_FORMATS = ("verdict_list_", "rubric_", "agent_action", "transfer_rubric",
 
 @dataclass(frozen=True)
 class FaultMix:
-    """Shares of requests that meet each fault (drawn per request from one seeded stream)."""
+    """Shares of requests that meet each fault (drawn per request attempt from a hash of the
+    seed, the request and how often it was asked, `RehearsalServer._draws`)."""
 
     rate_limited: float = 0.02     # 429 with Retry-After
     server_error: float = 0.01     # 500, 503 or 529 (Anthropic's "overloaded")
@@ -176,7 +178,9 @@ class RehearsalServer:
         # (method, path, headers) of every HTTP request, batch calls included, for tests
         self.headers_seen: list[tuple[str, str, dict[str, str]]] = []
         self.keep_headers = False
-        self._random = random.Random(seed)
+        self._random = random.Random(seed)  # batch polls' transport faults
+        self._seed = seed
+        self._attempts: Counter = Counter()  # requests received, by model and messages
         self._asked: Counter = Counter()
         # Answers served (status 200), by the request they answer: what a provider bills.
         # Several hosts sharing one call cache pay once per distinct request when each of
@@ -433,9 +437,12 @@ class RehearsalServer:
                 self.stats.batch_rows[wire] += 1
             if self.keep_bodies:
                 self.bodies.append((path, body))
-            draw = self._random.random()
-            latency = self._random.uniform(*self.faults.latency_s)
-            long_think = self._random.random() < self.faults.long_think
+            key = (request["model"], json.dumps(request["messages"]))
+            draw, latency_draw, think_draw = self._draws(key, self._attempts[key])
+            self._attempts[key] += 1
+            low, high = self.faults.latency_s
+            latency = low + (high - low) * latency_draw
+            long_think = think_draw < self.faults.long_think
             fault = self._fault(draw)
             if in_batch:
                 latency = 0.0
@@ -501,6 +508,15 @@ class RehearsalServer:
                 cache_write = marked_tokens
         return 200, _reply(wire, request["model"], text, finish, prompt_tokens, completion,
                            thinking, cache_read, cache_write), {}
+
+    def _draws(self, key: tuple[str, str], attempt: int) -> tuple[float, float, float]:
+        """Three uniform draws for one attempt at a request, from a hash of the seed, the
+        request and the attempt's number, not from a stream in arrival order: which request
+        meets which fault (and so which answers are asked again, and get another answer) is
+        then the same in every run, whatever the threads' timing, and so are the rubrics the
+        chains write and the tokens the judges are sent."""
+        digest = hashlib.sha256(json.dumps([self._seed, *key, attempt]).encode()).digest()
+        return tuple(int.from_bytes(digest[k:k + 8], "big") / 2 ** 64 for k in (0, 8, 16))
 
     def _fault(self, draw: float) -> str:
         mix, edge = self.faults, 0.0
