@@ -3,8 +3,8 @@ never take an arithmetic check for a replication, and every claim file entry val
 
 import pandas as pd
 
-from rubriclab.replication.page import (NOTE_CHARS, load_claims, replication_markdown,
-                                        replication_table)
+from rubriclab.replication.page import (NOTE_CHARS, READERS, load_claims,
+                                        replication_markdown, replication_table)
 
 ROW = dict(group="g", min_n="", interval="", n="", models="", note="")
 
@@ -51,6 +51,8 @@ def test_every_claim_file_entry_is_valid_and_the_page_has_forty_groups():
     assert len({c["group"] for c in claims if "missing" not in c}) >= 40
     assert all(len(c["sentence"]) > 20 for c in claims)
     assert all(len(c["missing"]) > 30 for c in claims if "missing" in c)
+    # a reader for every claim the run tests, and none for a claim it cannot
+    assert set(READERS) == {c["id"] for c in claims if "missing" not in c}
 
 
 def test_a_reader_whose_output_the_run_did_not_build_cannot_tell(tmp_path):
