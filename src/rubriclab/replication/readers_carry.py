@@ -29,15 +29,15 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from rubriclab.replication.evidence import (
-    MissingEvidence,
-    output_path,
-    reads as _reads,
     Evidence,
+    MissingEvidence,
     Outputs,
     Part,
     Reader,
     cannot,
+    output_path,
     percent_rate,
+    reads as _reads,
 )
 
 NEAR = 6.0

@@ -18,14 +18,14 @@ from typing import Callable, Iterable, Mapping
 import pandas as pd
 
 from rubriclab.replication.evidence import (
-    MissingEvidence,
-    output_path,
-    reads as _reads,
     Evidence,
+    MissingEvidence,
     Outputs,
     Part,
     Reader,
+    output_path,
     percent_rate,
+    reads as _reads,
 )
 
 PAPER_GENERATORS = ("Qwen3.8-27B", "Deepseek-V4-Flash", "Opus-5")

@@ -17,14 +17,14 @@ from typing import Mapping
 import pandas as pd
 
 from rubriclab.replication.evidence import (
-    MissingEvidence,
-    output_path,
-    reads as _reads,
     Evidence,
+    MissingEvidence,
     Outputs,
     Part,
     Reader,
+    output_path,
     percent_rate,
+    reads as _reads,
 )
 
 POST_SOURCE = "worked example"  # the calibration table's row of the post's own numbers
