@@ -1,11 +1,18 @@
 """The replication page (rubriclab.replication.page): claims and arithmetic apart, counts that
 never take an arithmetic check for a replication, and every claim file entry valid."""
 
+from pathlib import Path
+
 import pandas as pd
+import pytest
 
 from rubriclab.replication.page import (NOTE_CHARS, READERS, load_claims,
                                         replication_markdown, replication_table)
 
+SEEDS = Path(__file__).resolve().parents[2] / ".." / "shared" / "seeds"
+SEED_FILES = {"carry": "000_545245b50996773a.txt", "verify": "001_8272b02ca984f3fa.txt",
+              "transfer": "002_8ea0400aefc4df5a.txt"}
+FEWEST_GROUPS = {"carry": 25, "verify": 10, "transfer": 15}
 ROW = dict(group="g", min_n="", interval="", n="", models="", note="")
 
 
@@ -63,3 +70,17 @@ def test_a_reader_whose_output_the_run_did_not_build_cannot_tell(tmp_path):
                                "carry": {}}, [claim])
     assert table.loc[0, "verdict"] == "cannot tell"
     assert "fig6.csv does not exist in this run" in table.loc[0, "note"]
+
+
+@pytest.mark.parametrize("work", SEED_FILES)
+def test_each_claim_quotes_its_seed_and_names_the_size_it_needs(work):
+    seed = SEEDS / SEED_FILES[work]
+    if not seed.exists():
+        pytest.fail(f"the seed {seed} is missing (CI lays ../shared beside the clone)")
+    text = seed.read_text(encoding="utf-8")
+    claims = [c for c in load_claims() if c["work"] == work]
+    assert len({c["group"] for c in claims}) >= FEWEST_GROUPS[work]
+    for claim in claims:
+        assert claim["sentence"] in text, claim["id"]
+        if claim["kind"] != "arithmetic" and "missing" not in claim:
+            assert "min_n" in claim, claim["id"]

@@ -1,16 +1,9 @@
 """rubriclab.replication.readers_transfer on small hand-made outputs."""
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
-import yaml
 
 from rubriclab.replication.readers_transfer import READERS
-
-REPO = Path(__file__).resolve().parents[2]
-CLAIMS = REPO / "src/rubriclab/resources/replication/claims_transfer.yaml"
-SEED = REPO / ".." / "shared" / "seeds" / "002_8ea0400aefc4df5a.txt"
 
 QWEN, DEEPSEEK, OPUS = "g/qwen", "g/deepseek", "g/opus"
 CONFIG = {"transfer": {"generators": [QWEN, DEEPSEEK, OPUS], "response_model": "m/main",
@@ -45,19 +38,6 @@ def read(claim, paths, config=CONFIG):
 
 def holds(evidence):
     return [p.holds for p in evidence.parts]
-
-
-def test_every_claim_has_a_reader_or_a_reason_and_its_sentence_is_the_seeds():
-    if not SEED.exists():
-        pytest.fail(f"the seed {SEED} is missing (CI lays ../shared beside the clone)")
-    seed = SEED.read_text(encoding="utf-8")
-    entries = yaml.safe_load(CLAIMS.read_text(encoding="utf-8"))
-    ids = [e["id"] for e in entries]
-    assert len(ids) == len(set(ids))
-    for entry in entries:
-        assert entry["sentence"] in seed, entry["id"]
-        assert ("missing" in entry) != (entry["id"] in READERS), entry["id"]
-    assert set(READERS) <= set(ids)
 
 
 # --------------------------------------------------------------------------- Figure 5
