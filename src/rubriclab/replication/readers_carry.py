@@ -113,13 +113,18 @@ def _paper_chains(config: Mapping, dataset: str) -> set[tuple[str, str]]:
 
 # --------------------------------------------------------------------------- Table 1
 
+def _table1(outputs: Outputs, column: str) -> pd.DataFrame:
+    table = _csv(outputs, "table1")
+    _columns(table, ["check_id", column], "Table 1")
+    return table
+
+
 def table1_value(check: str, column: str) -> Reader:
     """A number of Table 1's worked example (the seed's own outputs through the pipeline's
     Shapley code): arithmetic."""
     @_reads
     def read(outputs: Outputs, config: Mapping) -> Evidence:
-        table = _csv(outputs, "table1")
-        _columns(table, ["check_id", column], "Table 1")
+        table = _table1(outputs, column)
         rows = table[_text(table["check_id"]) == check]
         if rows.empty:
             raise MissingEvidence(f"Table 1 has no check {check!r}")
@@ -130,8 +135,7 @@ def table1_value(check: str, column: str) -> Reader:
 def table1_sum(column: str) -> Reader:
     @_reads
     def read(outputs: Outputs, config: Mapping) -> Evidence:
-        table = _csv(outputs, "table1")
-        _columns(table, ["check_id", column], "Table 1")
+        table = _table1(outputs, column)
         checks = ", ".join(map(str, table["check_id"]))
         return Evidence(float(table[column].sum()), n=5,
                         note=f"{column} summed over checks {checks}")
@@ -142,8 +146,7 @@ def table1_count(column: str) -> Reader:
     """How many checks have `column` > 0, naming them."""
     @_reads
     def read(outputs: Outputs, config: Mapping) -> Evidence:
-        table = _csv(outputs, "table1")
-        _columns(table, ["check_id", column], "Table 1")
+        table = _table1(outputs, column)
         which = table[table[column].astype(float) > 0]["check_id"].astype(str).tolist()
         return Evidence(float(len(which)), n=5,
                         note=f"checks with {column} > 0: {', '.join(which) or 'none'}")
