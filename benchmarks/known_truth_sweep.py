@@ -19,7 +19,6 @@ are made once and only the judges' change. Offline.
 from __future__ import annotations
 
 import argparse
-import copy
 import math
 import os
 import re
@@ -62,13 +61,12 @@ def grid_overlay(base: dict[str, Any], tpr: float, tnr: float) -> dict[str, Any]
             return {k: walk(v) for k, v in value.items()}
         return value
 
-    original = copy.deepcopy(base)
     overlay = walk({k: v for k, v in base.items() if k != "labels"})
-    judges = (original.get("carry") or {}).get("judges") or []
+    judges = (base.get("carry") or {}).get("judges") or []
     if judges:
         salted = [at_rates(j, tpr, tnr) + f"&salt=judge{k}" for k, j in enumerate(judges)]
         overlay["carry"]["judges"] = salted
-        main = original["models"]["judge"]
+        main = base["models"]["judge"]
         if main in judges:
             overlay["models"]["judge"] = salted[judges.index(main)]
     return overlay
