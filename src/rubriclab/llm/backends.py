@@ -6,13 +6,18 @@ that local and remote models share one code path. litellm is imported lazily (it
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import contextvars
 import email.utils
+import json
 import os
 import re
+import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from .fake import fake_answer, fake_fingerprint
@@ -25,7 +30,7 @@ from .settings import LLMConfig, ModelSettings
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 RETRYABLE_NAMES = {
     "RateLimitError", "InternalServerError", "ServiceUnavailableError", "Timeout",
-    "APITimeoutError", "APIConnectionError", "EmptyAnswer",
+    "APITimeoutError", "APIConnectionError", "EmptyAnswer", "UnreadableReply",
 }
 # Errors that the same request cannot get past by asking again. The first three kinds are the
 # model's, not the request's: every other request of the batch to that model would meet them.
@@ -68,6 +73,116 @@ class MissingAPIKey(RuntimeError):
 
 class DeadlineExceeded(RuntimeError):
     """A request got no answer within its deadline (`ModelSettings.deadline_s`)."""
+
+
+class UnreadableReply(RuntimeError):
+    """The server answered with a success status, but with a body that is no completion: an
+    empty body, an HTML page (a proxy's), JSON cut short. Asked again; the attempt may have
+    been billed, and its usage cannot be read."""
+
+    @classmethod
+    def of(cls, body: str, problem: str = "") -> UnreadableReply:
+        """The plain error for `body`; `problem`: why it did not parse as JSON, if it looked
+        like JSON."""
+        text = body.strip()
+        if not text:
+            return cls("the server answered 200 with an empty body")
+        if text.startswith("<"):
+            return cls(f"the server answered 200 with an HTML page, not JSON (starts "
+                       f"{_shortened(text)!r})")
+        if problem and text[0] in "{[":
+            return cls(f"the server answered 200 with JSON that does not parse ({problem}; "
+                       f"{len(body)} characters, ending {_shortened(text, end=True)!r})")
+        return cls(f"the server answered 200 with a body that is not JSON (starts "
+                   f"{_shortened(text)!r})")
+
+
+def _shortened(text: str, end: bool = False, keep: int = 40) -> str:
+    if len(text) <= keep:
+        return text
+    return "..." + text[-keep:] if end else text[:keep] + "..."
+
+
+# litellm's error for a 200 whose body the OpenAI client read as text, not as a JSON object.
+_NOT_AN_OBJECT = re.compile(
+    r"Empty or invalid response from LLM endpoint\. Received: (?P<body>.*)\. Check the reverse "
+    r"proxy", re.DOTALL)
+
+
+def unreadable_reply(exc: BaseException) -> UnreadableReply | None:
+    """The plain error for an exception of litellm's that stands for a success status with an
+    unreadable body (litellm reports it as a 500 of its own: "Expecting value: line 1 column
+    1"); None for any other. The OpenAI client parses a body only after a success status, so
+    a JSON decoding error among the exception's causes is such a body (it holds its text)."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, json.JSONDecodeError):
+            return UnreadableReply.of(link.doc, f"{link.msg} at character {link.pos}")
+        link = link.__cause__ or link.__context__
+    found = _NOT_AN_OBJECT.search(str(exc))
+    if found is None:
+        return None
+    try:
+        body = ast.literal_eval(found["body"])
+    except (ValueError, SyntaxError):
+        body = found["body"]
+    return UnreadableReply.of(body if isinstance(body, str) else found["body"])
+
+
+_T = TypeVar("_T")
+
+
+async def within_deadline(call: Awaitable[_T], seconds: float, model: str,
+                          deadline_s: float) -> _T:
+    """`call`'s result, or DeadlineExceeded once `seconds` of wall clock have passed, whatever
+    the server does (a timeout bounds each read, so a server trickling its reply could stretch
+    an attempt without end): the call is cancelled, which closes its HTTP connection."""
+    bound = asyncio.timeout(seconds)
+    started = time.monotonic()
+    try:
+        async with bound:
+            return await call
+    except Exception as exc:
+        if not bound.expired():
+            raise
+        raise DeadlineExceeded(
+            f"no answer from {model!r} within its deadline of {deadline_s:g} s: the attempt "
+            f"under way was stopped after {time.monotonic() - started:.1f} s, unanswered "
+            "(deadline_s bounds the whole request; the attempt may have been billed)") from exc
+
+
+async def in_own_thread(func: Callable[..., _T], /, **kwargs: Any) -> _T:
+    """`func(**kwargs)` in a daemon thread of its own. Unlike `asyncio.to_thread`, whose pool
+    `asyncio.run` joins on its way out, nothing waits for it once its caller stops waiting (a
+    deadline): no thread can be stopped, so the call runs on unheeded and its result is
+    dropped."""
+    loop = asyncio.get_running_loop()
+    result: asyncio.Future[_T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def deliver(value: Any, error: BaseException | None) -> None:
+        if result.done():  # its caller stopped waiting
+            return
+        if error is not None:
+            result.set_exception(error)
+        else:
+            result.set_result(value)
+
+    def work() -> None:
+        value, error = None, None
+        try:
+            value = context.run(func, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            error = exc
+        try:
+            loop.call_soon_threadsafe(deliver, value, error)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits for it any more
+
+    threading.Thread(target=work, name="rubriclab-model-call", daemon=True).start()
+    return await result
 
 
 @dataclass(frozen=True)
@@ -336,7 +451,7 @@ class Backends:
     async def complete(self, request: Request, messages: list[dict[str, str]],
                        settings: ModelSettings) -> RawAnswer:
         if request.model.startswith("fake/"):
-            text = await asyncio.to_thread(fake_answer, request, messages)
+            text = await in_own_thread(fake_answer, request=request, messages=messages)
             answer = RawAnswer(text, _approx_tokens(messages), _approx_tokens(text), 0.0)
         else:
             answer = await self._complete_with_litellm(request, messages, settings)
@@ -385,10 +500,16 @@ class Backends:
             kwargs["seed"] = request.sample_index
             if grammar:
                 kwargs["grammar"] = grammar
-            response = await asyncio.to_thread(self.litellm.completion, **kwargs)
+            response = await in_own_thread(self.litellm.completion, **kwargs)
             cost: float | None = 0.0
         else:
-            response = await self.litellm.acompletion(**kwargs)
+            try:
+                response = await self.litellm.acompletion(**kwargs)
+            except Exception as exc:
+                unreadable = unreadable_reply(exc)
+                if unreadable is None:
+                    raise
+                raise unreadable from exc
             cost = self._cost(request.model, response)
         choice = response.choices[0]
         text = choice.message.content or ""

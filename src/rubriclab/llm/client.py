@@ -38,8 +38,9 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from . import pricing, redact
-from .backends import (AnswerCutOff, Backends, DeadlineExceeded, RawAnswer, is_model_fatal,
-                       is_rate_limited, is_retryable, made_no_completion, retry_after_s)
+from .backends import (AnswerCutOff, Backends, DeadlineExceeded, RawAnswer, UnreadableReply,
+                       is_model_fatal, is_rate_limited, is_retryable, made_no_completion,
+                       retry_after_s, within_deadline)
 from .batch import BatchOutcome, BatchRunner
 from .budget import (BudgetCannotGuard, BudgetExceeded, Reservation, SpendRecord,
                      spend_record_path, unguarded_message, unguarded_models, usd,
@@ -130,6 +131,8 @@ class _AttemptsExhausted(Exception):
         super().__init__(str(cause))
         self.cause = cause
         self.attempts = attempts
+        # prompt tokens of attempts answered with a body that could not be read (billed, maybe)
+        self.unread_prompt_tokens = 0
 
 
 class LLMClient:
@@ -632,8 +635,9 @@ class LLMClient:
                         settings: ModelSettings, answer: RawAnswer | None,
                         failure: Exception | None = None) -> None:
         """An attempt is over: the schedule gets its actual tokens, the bill its cost (an
-        error status made no completion: $0; a timeout or a dropped connection: unknown, so
-        its worst case stays)."""
+        error status made no completion: $0; a timeout, a dropped connection, an attempt cut
+        at the deadline or a 200 whose body could not be read: unknown, so its worst case
+        stays)."""
         if booking is not None and answer is not None:
             self.limiter.settle(booking, settings,
                                 answer.prompt_tokens + answer.completion_tokens,
@@ -819,6 +823,9 @@ class LLMClient:
                              else await self._attempt(sent, messages, settings, deadline, key))
                 prior = None
             except _AttemptsExhausted as exhausted:
+                if exhausted.unread_prompt_tokens:  # possibly billed: counted high, cost unknown
+                    prompt_tokens += exhausted.unread_prompt_tokens
+                    cost = None
                 if isinstance(exhausted.cause, AnswerCutOff):
                     attempts += exhausted.attempts
                     cut = exhausted.cause.answer
@@ -903,61 +910,82 @@ class LLMClient:
                        settings: ModelSettings, deadline: float, key: str = ""
                        ) -> tuple[RawAnswer, int]:
         """One answer, retrying transient failures with exponential backoff and jitter (or
-        the wait the provider asks for), each attempt's timeout cut to the time left. `key`:
-        the request's as it was keyed (the journal names the call by it)."""
-        for attempt in range(settings.num_retries + 1):
-            disk = self._disk_problem(request)
-            if disk is not None:
-                self._disk_stop = self._disk_stop or disk
-                raise _AttemptsExhausted(DiskSpaceLow(disk), attempt)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise _AttemptsExhausted(DeadlineExceeded(
-                    f"no answer from {request.model!r} within its deadline of "
-                    f"{settings.deadline_s:g} s"), attempt)
-            try:
-                booking = await self._wait_for_rate(request, messages, settings, deadline)
-            except RateLimitWait as exc:
-                raise _AttemptsExhausted(DeadlineExceeded(
-                    f"no answer from {request.model!r} within its deadline of "
-                    f"{settings.deadline_s:g} s: {exc}"), attempt) from exc
-            try:
-                reservation = self._reserve(request, messages, settings)
-            except BudgetExceeded as exc:
-                self._budget_stop = self._budget_stop or str(exc)
-                raise _AttemptsExhausted(exc, attempt) from exc
-            try:
+        the wait the provider asks for), each attempt bounded by the time left to the
+        deadline (wall clock, whatever the server does). `key`: the request's as it was keyed
+        (the journal names the call by it).
+
+        An attempt answered with a body that could not be read (UnreadableReply) may have
+        been billed, and its usage is unknown: it counts its prompt (estimated high) at an
+        unknown cost, in the answer returned (its cost then unknown) or, where no answer
+        came, in `_AttemptsExhausted.unread_prompt_tokens`."""
+        unread_prompt_tokens = 0
+        try:
+            for attempt in range(settings.num_retries + 1):
+                disk = self._disk_problem(request)
+                if disk is not None:
+                    self._disk_stop = self._disk_stop or disk
+                    raise _AttemptsExhausted(DiskSpaceLow(disk), attempt)
                 left = deadline - time.monotonic()
-                timed = replace(settings, timeout_s=max(0.001, min(settings.timeout_s, left)))
-                self._journal_sent(request, key)
-                answer = await self.backends.complete(request, messages, timed)
-            except Exception as exc:  # noqa: BLE001 - classified, then retried or reported
-                cut = exc.answer if isinstance(exc, AnswerCutOff) else None
-                self._settle_attempt(booking, reservation, settings, cut, exc)
-                delay = min(settings.max_backoff_s, settings.backoff_s * 2**attempt)
-                delay *= 0.5 + random.random() / 2
-                asked = retry_after_s(exc)
-                if asked is not None:
-                    delay = max(delay, asked)
-                if is_rate_limited(exc):
-                    # The provider's limit is the model's, not this job's: every process waits.
-                    self.limiter.pause(request.model, delay)
-                if not is_retryable(exc) or attempt == settings.num_retries:
-                    raise _AttemptsExhausted(exc, attempt + 1) from exc
-                if time.monotonic() + delay >= deadline:
-                    wait = f"the {asked:g} s its server asks" if asked is not None else "a retry"
+                if left <= 0:
                     raise _AttemptsExhausted(DeadlineExceeded(
                         f"no answer from {request.model!r} within its deadline of "
-                        f"{settings.deadline_s:g} s: {wait} would pass it (last: "
-                        f"{type(exc).__name__}: {exc})"), attempt + 1) from exc
-                log.info("retrying %s in %.2fs after %s", request.model, delay, type(exc).__name__)
-                await asyncio.sleep(delay)
-            except BaseException:  # cancelled: the call may have been billed
-                self._settle_attempt(booking, reservation, settings, None)
-                raise
-            else:
-                self._settle_attempt(booking, reservation, settings, answer)
-                return answer, attempt + 1
+                        f"{settings.deadline_s:g} s"), attempt)
+                try:
+                    booking = await self._wait_for_rate(request, messages, settings, deadline)
+                except RateLimitWait as exc:
+                    raise _AttemptsExhausted(DeadlineExceeded(
+                        f"no answer from {request.model!r} within its deadline of "
+                        f"{settings.deadline_s:g} s: {exc}"), attempt) from exc
+                try:
+                    reservation = self._reserve(request, messages, settings)
+                except BudgetExceeded as exc:
+                    self._budget_stop = self._budget_stop or str(exc)
+                    raise _AttemptsExhausted(exc, attempt) from exc
+                try:
+                    left = deadline - time.monotonic()
+                    timed = replace(settings, timeout_s=max(0.001, min(settings.timeout_s, left)))
+                    self._journal_sent(request, key)
+                    answer = await within_deadline(
+                        self.backends.complete(request, messages, timed), left, request.model,
+                        settings.deadline_s)
+                except Exception as exc:  # noqa: BLE001 - classified, then retried or reported
+                    cut = exc.answer if isinstance(exc, AnswerCutOff) else None
+                    if isinstance(exc, UnreadableReply):
+                        cut = RawAnswer("", estimate_prompt_tokens(messages), 0, None)
+                        unread_prompt_tokens += cut.prompt_tokens
+                    self._settle_attempt(booking, reservation, settings, cut, exc)
+                    delay = min(settings.max_backoff_s, settings.backoff_s * 2**attempt)
+                    delay *= 0.5 + random.random() / 2
+                    asked = retry_after_s(exc)
+                    if asked is not None:
+                        delay = max(delay, asked)
+                    if is_rate_limited(exc):
+                        # The provider's limit is the model's, not this job's: every process waits.
+                        self.limiter.pause(request.model, delay)
+                    if not is_retryable(exc) or attempt == settings.num_retries:
+                        raise _AttemptsExhausted(exc, attempt + 1) from exc
+                    if time.monotonic() + delay >= deadline:
+                        wait = (f"the {asked:g} s its server asks" if asked is not None
+                                else "a retry")
+                        raise _AttemptsExhausted(DeadlineExceeded(
+                            f"no answer from {request.model!r} within its deadline of "
+                            f"{settings.deadline_s:g} s: {wait} would pass it (last: "
+                            f"{type(exc).__name__}: {exc})"), attempt + 1) from exc
+                    log.info("retrying %s in %.2fs after %s", request.model, delay,
+                             type(exc).__name__)
+                    await asyncio.sleep(delay)
+                except BaseException:  # cancelled: the call may have been billed
+                    self._settle_attempt(booking, reservation, settings, None)
+                    raise
+                else:
+                    self._settle_attempt(booking, reservation, settings, answer)
+                    if unread_prompt_tokens:
+                        answer = replace(answer, cost_usd=None, prompt_tokens=answer.prompt_tokens
+                                         + unread_prompt_tokens)
+                    return answer, attempt + 1
+        except _AttemptsExhausted as exhausted:
+            exhausted.unread_prompt_tokens = unread_prompt_tokens
+            raise
         raise AssertionError("unreachable")
 
 
