@@ -20,6 +20,7 @@ from rubriclab.config import apply_env_overrides, load_yaml, validate_config
 from rubriclab.data.download import dataset_files
 from rubriclab.data.hub import check_source as check_hub_source
 from rubriclab.data.own import misspelt_datasets
+from rubriclab.job_signals import pass_stop_signals_to_jobs
 from rubriclab.llm.progress import RUN_PLAN_VARIABLE, write_run_plan
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.sizing import model_job_size, small_job_size
@@ -197,6 +198,9 @@ TABLE1_EXAMPLE = str(files("rubriclab") / "resources" / "carry" / "table1_exampl
 
 
 onstart:
+    # Snakemake's SIGINT / SIGTERM reach the running jobs, which store their calls in flight
+    # and end (rubriclab.job_signals); its own handlers are in place by now.
+    pass_stop_signals_to_jobs(say=lambda line: print(line, file=sys.stderr))
     check_before_first_job(
         config,
         warn=lambda line: print(f"warning: {line}", file=sys.stderr),

@@ -56,6 +56,7 @@ from .ratelimit import (Booking, RateLimiter, RateLimitWait, estimate_prompt_tok
 from .request import (CACHE_KEY_VERSION, Completion, Request, Usage, cache_key,
                       legacy_cache_keys)
 from .settings import LLMConfig, ModelSettings, check_batch_settings, check_unusable_settings
+from .stopping import JobStopped, StopSignals
 
 log = logging.getLogger("rubriclab.llm")
 
@@ -164,6 +165,8 @@ class LLMClient:
         redact.install_log_filter()
         self._disk_stop: str | None = None  # why the run stopped before paying: disk space
         self._adopted: set[str] = set()  # models served entries of an earlier key version
+        self._stop = StopSignals(config.stop_grace_s)  # SIGINT / SIGTERM, while `run` runs
+        self._not_sent_at_stop = 0
 
     def close(self) -> None:
         self.batches.close()
@@ -232,8 +235,15 @@ class LLMClient:
         stand_in = _STAND_IN.get()
         if stand_in is not None:
             return stand_in.answer(self, requests, label)
+        self._stop = StopSignals(self.config.stop_grace_s)
+        self._not_sent_at_stop = 0
         try:
-            completions = asyncio.run(self._run(requests, label))
+            with self._stop.caught():
+                completions = asyncio.run(self._run(requests, label))
+        except asyncio.CancelledError:
+            if not self._stop.stopped:
+                raise
+            completions = []  # the grace ran out: the journal bills what was in flight
         except Exception as exc:
             # A provider's error may echo the key it was sent; the chained original would
             # print it in the job's traceback, so it is left out.
@@ -241,6 +251,10 @@ class LLMClient:
                 raise SecretInError(
                     f"{type(exc).__name__}: {redact.redact(str(exc))}") from None
             raise
+        if self._stop.stopped:
+            # Whatever `raise_on_failure` says: the job was asked to end.
+            raise JobStopped(redact.redact(
+                f"'{label}': {self._stop.describe(self._not_sent_at_stop)}"))
         if self._disk_stop is not None:
             raise DiskSpaceLow(f"'{label}': stopped before paying for more answers: "
                                f"{self._disk_stop}")
@@ -269,6 +283,7 @@ class LLMClient:
         return completions
 
     async def _run(self, requests: list[Request], label: str) -> list[Completion]:
+        self._stop.watch(asyncio.current_task(), lambda: len(self._held))
         keys = [self.key_for(r) for r in requests]
         results: list[Completion | None] = [None] * len(requests)
         misses: list[int] = []
@@ -337,7 +352,7 @@ class LLMClient:
                 async with limits[request.model]:
                     if self._disk_stop is None:
                         self._disk_stop = self._disk_problem(request)
-                    stop = self._budget_stop or self._disk_stop
+                    stop = self._budget_stop or self._disk_stop or self._stop_reason()
                     if request.model in self._stops or stop is not None:
                         why = self._stops.get(request.model) or stop
                         completion = Completion(request=request, key=key, outcome="failed",
@@ -366,7 +381,12 @@ class LLMClient:
                                 self._held.discard(key)
                                 if shared:
                                     self._release(key)
+                if completion is None and self._stop.stopped:
+                    completion = Completion(request=request, key=key, outcome="failed",
+                                            error=f"{NOT_ATTEMPTED}: {self._stop_reason()}")
                 if completion is not None:
+                    if completion.error.startswith(NOT_ATTEMPTED) and self._stop.stopped:
+                        self._not_sent_at_stop += 1
                     break
                 # Another process pays for it: wait (without holding a slot) for its answer.
                 waited = 0.0 if waited_since is None else time.monotonic() - waited_since
@@ -652,6 +672,12 @@ class LLMClient:
                 cost = 0.0 if failure is not None and made_no_completion(failure) else None
             self.spend.settle(reservation, cost)
 
+    def _stop_reason(self) -> str | None:
+        """Why no new request is sent: the job was asked to stop (SIGINT or SIGTERM)."""
+        if not self._stop.stopped:
+            return None
+        return f"not sent: the job was stopped by {self._stop.signal_name}"
+
     def _wait_limit_s(self, settings: ModelSettings) -> float:
         """How long to wait for a request another process holds: its deadline, or the longest
         wait for a batch when the model is batched (the holder may be collecting one)."""
@@ -925,6 +951,8 @@ class LLMClient:
                 if disk is not None:
                     self._disk_stop = self._disk_stop or disk
                     raise _AttemptsExhausted(DiskSpaceLow(disk), attempt)
+                if self._stop.stopped:  # no retry or re-ask once the job is asked to stop
+                    raise _AttemptsExhausted(JobStopped(self._stop_reason()), attempt)
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise _AttemptsExhausted(DeadlineExceeded(

@@ -297,6 +297,9 @@ class LLMConfig:
     # Whether the checks before a run's first job look up each remote model of the jobs about
     # to run on its provider's models endpoint, for free (rubriclab.llm.preflight).
     preflight: bool = True
+    # On SIGINT or SIGTERM a job sends no new request and waits this long, in seconds, for the
+    # calls in flight to be answered and stored (rubriclab.llm.stopping).
+    stop_grace_s: float = 30.0
 
     def caches(self, model: str) -> bool:
         """Whether a model's answers are cached (every model's but fakes', unless asked)."""
@@ -415,6 +418,7 @@ class LLMConfig:
             cache_fake_answers=_flag(raw.get("cache_fake_answers", True),
                                      "llm.cache_fake_answers"),
             preflight=_flag(raw.get("preflight", True), "llm.preflight"),
+            stop_grace_s=_grace(raw.get("stop_grace_s", 30.0)),
         )
 
 
@@ -444,6 +448,13 @@ def _min_free(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise ValueError(f"llm.min_free_disk_mb: expected a number of MiB >= 0 (0: no check), "
                          f"got {value!r}")
+    return float(value)
+
+
+def _grace(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"llm.stop_grace_s: expected a number of seconds >= 0 (0: the calls "
+                         f"in flight are ended at once), got {value!r}")
     return float(value)
 
 
