@@ -138,3 +138,28 @@ def test_a_500_with_an_html_page_is_an_error_status_not_an_unreadable_200(tmp_pa
     (row,) = rows(ledger_path)
     assert row["prompt_tokens"] == 0
     assert bill.calls == 2 and bill.settled_usd == 0
+
+
+def test_an_empty_answer_asked_again_stays_on_the_bill_at_its_usage(tmp_path):
+    """A 200 with a completion whose text is empty is billed what its usage says: its tokens
+    and cost are added to the answer that follows, and to a request that never got one."""
+    empty = Reply(completion_body("", SERVER_PROMPT_TOKENS, completion_tokens=5))
+    ledger_path = tmp_path / "ledger.jsonl"
+    good = Reply(completion_body("Yes", SERVER_PROMPT_TOKENS))
+    with RawReplyServer([empty], then=good) as server:
+        with client_for(tmp_path, server, ledger_path) as client:
+            (answer,) = client.run([judge()])
+    (row,) = rows(ledger_path)
+    assert answer.outcome == "ok" and answer.attempts == 2
+    assert (row["prompt_tokens"], row["completion_tokens"]) == (2 * SERVER_PROMPT_TOKENS, 5 + 2)
+    assert row["cost_usd"] == pytest.approx(
+        pricing.price(MODEL, SERVER_PROMPT_TOKENS, 5, configured=PRICE)
+        + pricing.price(MODEL, SERVER_PROMPT_TOKENS, 2, configured=PRICE))
+
+    ledger_path = tmp_path / "never.jsonl"
+    with RawReplyServer([], then=empty) as server:
+        with client_for(tmp_path / "never", server, ledger_path, num_retries=1) as client:
+            (answer,) = client.run([judge()], raise_on_failure=False)
+    (row,) = rows(ledger_path)
+    assert answer.outcome == "failed" and "EmptyAnswer" in answer.error
+    assert (row["prompt_tokens"], row["completion_tokens"]) == (2 * SERVER_PROMPT_TOKENS, 2 * 5)

@@ -64,8 +64,8 @@ def stopped_run(tmp_path, server, send_signal):
     reader = threading.Thread(target=lambda: output.extend(process.stdout), daemon=True)
     reader.start()
     try:
-        wait_for(lambda: len(server.requests) >= SENT_BEFORE_THE_SIGNAL or process.poll() is not None,
-                 "the judge job's first requests")
+        wait_for(lambda: (len(server.requests) >= SENT_BEFORE_THE_SIGNAL
+                          or process.poll() is not None), "the judge job's first requests")
         assert process.poll() is None, "".join(output)
         send_signal(process)
         status = process.wait(timeout=BOUND_S)

@@ -64,7 +64,12 @@ PROVIDER_HOSTS = {
 
 
 class EmptyAnswer(RuntimeError):
-    """The model returned no text: a failure, never an answer."""
+    """The model returned no text: a failure, never an answer. `answer`: its usage and cost,
+    billed all the same."""
+
+    def __init__(self, message: str, answer: RawAnswer | None = None):
+        super().__init__(message)
+        self.answer = answer
 
 
 class MissingAPIKey(RuntimeError):
@@ -461,7 +466,7 @@ class Backends:
             # thinking: both need a larger budget, not the same request again.
             raise AnswerCutOff(request.model, request.budget, answer)
         if not answer.text.strip():
-            raise EmptyAnswer(f"model {request.model!r} returned an empty answer")
+            raise EmptyAnswer(f"model {request.model!r} returned an empty answer", answer)
         return answer
 
     async def _complete_with_litellm(self, request: Request, messages: list[dict[str, str]],

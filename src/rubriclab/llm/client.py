@@ -38,7 +38,8 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from . import pricing, redact
-from .backends import (AnswerCutOff, Backends, DeadlineExceeded, RawAnswer, UnreadableReply,
+from .backends import (AnswerCutOff, Backends, DeadlineExceeded, EmptyAnswer, RawAnswer,
+                       UnreadableReply,
                        is_model_fatal, is_rate_limited, is_retryable, made_no_completion,
                        retry_after_s, within_deadline)
 from .batch import BatchOutcome, BatchRunner
@@ -132,8 +133,8 @@ class _AttemptsExhausted(Exception):
         super().__init__(str(cause))
         self.cause = cause
         self.attempts = attempts
-        # prompt tokens of attempts answered with a body that could not be read (billed, maybe)
-        self.unread_prompt_tokens = 0
+        # what attempts answered without an answer to keep (empty, unreadable) were billed
+        self.spent: RawAnswer | None = None
 
 
 class LLMClient:
@@ -849,9 +850,10 @@ class LLMClient:
                              else await self._attempt(sent, messages, settings, deadline, key))
                 prior = None
             except _AttemptsExhausted as exhausted:
-                if exhausted.unread_prompt_tokens:  # possibly billed: counted high, cost unknown
-                    prompt_tokens += exhausted.unread_prompt_tokens
-                    cost = None
+                if exhausted.spent is not None:  # billed, though nothing came to keep
+                    prompt_tokens += exhausted.spent.prompt_tokens
+                    completion_tokens += exhausted.spent.completion_tokens
+                    cost = _plus_cost(cost, exhausted.spent.cost_usd)
                 if isinstance(exhausted.cause, AnswerCutOff):
                     attempts += exhausted.attempts
                     cut = exhausted.cause.answer
@@ -940,11 +942,11 @@ class LLMClient:
         deadline (wall clock, whatever the server does). `key`: the request's as it was keyed
         (the journal names the call by it).
 
-        An attempt answered with a body that could not be read (UnreadableReply) may have
-        been billed, and its usage is unknown: it counts its prompt (estimated high) at an
-        unknown cost, in the answer returned (its cost then unknown) or, where no answer
-        came, in `_AttemptsExhausted.unread_prompt_tokens`."""
-        unread_prompt_tokens = 0
+        Attempts answered with nothing to keep were billed all the same: an empty answer
+        (EmptyAnswer) at its usage, a body that could not be read (UnreadableReply) at its
+        prompt (estimated high) and an unknown cost. Both are counted in the answer returned
+        or, where no answer came, in `_AttemptsExhausted.spent`."""
+        spent: RawAnswer | None = None
         try:
             for attempt in range(settings.num_retries + 1):
                 disk = self._disk_problem(request)
@@ -980,7 +982,10 @@ class LLMClient:
                     cut = exc.answer if isinstance(exc, AnswerCutOff) else None
                     if isinstance(exc, UnreadableReply):
                         cut = RawAnswer("", estimate_prompt_tokens(messages), 0, None)
-                        unread_prompt_tokens += cut.prompt_tokens
+                    elif isinstance(exc, EmptyAnswer):
+                        cut = exc.answer
+                    if cut is not None and not isinstance(exc, AnswerCutOff):
+                        spent = cut if spent is None else _added(spent, cut)
                     self._settle_attempt(booking, reservation, settings, cut, exc)
                     delay = min(settings.max_backoff_s, settings.backoff_s * 2**attempt)
                     delay *= 0.5 + random.random() / 2
@@ -1007,14 +1012,26 @@ class LLMClient:
                     raise
                 else:
                     self._settle_attempt(booking, reservation, settings, answer)
-                    if unread_prompt_tokens:
-                        answer = replace(answer, cost_usd=None, prompt_tokens=answer.prompt_tokens
-                                         + unread_prompt_tokens)
+                    if spent is not None:
+                        answer = _added(answer, spent)
                     return answer, attempt + 1
         except _AttemptsExhausted as exhausted:
-            exhausted.unread_prompt_tokens = unread_prompt_tokens
+            exhausted.spent = spent
             raise
         raise AssertionError("unreachable")
+
+
+def _plus_cost(cost: float | None, more: float | None) -> float | None:
+    return None if cost is None or more is None else cost + more
+
+
+def _added(answer: RawAnswer, spent: RawAnswer) -> RawAnswer:
+    """`answer` with the usage and cost of `spent` added (cost unknown if either is)."""
+    return replace(answer, prompt_tokens=answer.prompt_tokens + spent.prompt_tokens,
+                   completion_tokens=answer.completion_tokens + spent.completion_tokens,
+                   cost_usd=_plus_cost(answer.cost_usd, spent.cost_usd),
+                   cache_read_tokens=answer.cache_read_tokens + spent.cache_read_tokens,
+                   cache_write_tokens=answer.cache_write_tokens + spent.cache_write_tokens)
 
 
 def _worst_cost(request: Request, messages: list[dict], settings: ModelSettings, *,
