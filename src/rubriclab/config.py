@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +55,17 @@ def key_path(path: Any) -> str:
 
 def validate_config(config: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     """Return a copy of `config` with schema defaults filled in; raise ConfigError on the first
-    violations, each naming its key (e.g. "carry.fig2.runs")."""
+    violations, each naming its key (e.g. "carry.fig2.runs"), and on any string holding what no
+    config string may (`string_problems`)."""
     completed = copy.deepcopy(config)
     validator = DefaultFillingValidator(schema)
+    strings = string_problems(completed)  # before the defaults: they hold nothing refused
     errors = sorted(validator.iter_errors(completed), key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = [_error_line(e) for e in errors[:10]]
+    told = {(tuple(e.absolute_path), e.instance) for e in errors if e.validator == "pattern"}
+    lines = [_error_line(e) for e in errors] + [
+        line for path, value, line in strings if (tuple(path), value) not in told]
+    if lines:
+        lines = lines[:10]
         if any(e.validator == "required" and not e.absolute_path for e in errors):
             lines.append(
                 "a config file stands alone (only the schema's defaults are beneath it): to "
@@ -84,7 +90,95 @@ def _error_line(error: Any) -> str:
     if error.validator == "maxLength" and isinstance(error.instance, str):
         return (f"config key '{key_path(path)}': {len(error.instance)} characters "
                 f"({error.instance[:40]!r}...), at most {error.validator_value}")
+    if error.validator == "pattern" and isinstance(error.instance, str):
+        return _pattern_line(error, path)
     return f"config key '{key_path(path)}': {error.message}"
+
+
+def _pattern_line(error: Any, path: list[Any]) -> str:
+    """A string a pattern refuses for a character no name may hold (a control or formatting
+    character, whitespace, < or >): that character named, and what the string may hold (the
+    description beside the pattern, e.g. $defs.model_string's). Any other: jsonschema's
+    message."""
+    value, pattern = error.instance, error.validator_value
+    refused = next((c for c in value if _odd_in_a_name(c)
+                    and re.search(pattern, "a" + c) is None), None)
+    if refused is None:
+        return f"config key '{key_path(path)}': {error.message}"
+    what = f"holds {character_name(refused)}"
+    if "propertyNames" in error.schema_path:
+        where = f"config key '{key_path(path)}' has a key {_shown(value)} that {what}"
+    else:
+        where = f"config key '{key_path(path)}': {_shown(value)} {what}"
+    accepts = " ".join(str(error.schema.get("description", "")).split())
+    return f"{where}; {accepts}" if accepts else where
+
+
+def _odd_in_a_name(char: str) -> bool:
+    return char in "<>" or char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
+
+
+def character_name(char: str) -> str:
+    """How an error names one character: 'a newline (U+000A)', "'<' (U+003C)",
+    'U+202E RIGHT-TO-LEFT OVERRIDE'."""
+    code = f"U+{ord(char):04X}"
+    plain = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", " ": "a space"}
+    if char in plain:
+        return f"{plain[char]} ({code})"
+    if unicodedata.category(char) == "Cc":
+        return f"a control character ({code})"
+    if char.isprintable() and not char.isspace():
+        return f"{char!r} ({code})"
+    return f"{code} {unicodedata.name(char, '(unnamed)')}"
+
+
+def _shown(value: str, limit: int = 60) -> str:
+    return repr(value) if len(value) <= limit else repr(value[:limit]) + "..."
+
+
+# What no config string may hold, whatever it names (model strings, labels and titles are held
+# to more by the schema's $defs model_string and display_name): a line break or other control
+# character, which reStructuredText and YAML read as structure; and "</", which would end the
+# <script> element in which Snakemake's report.html keeps each job's params (unescaped JSON).
+_LINE_SEPARATORS = ("\u2028", "\u2029")
+
+
+def string_problem(value: str) -> str | None:
+    """What is wrong with `value` as any config string, or None."""
+    for char in value:
+        if unicodedata.category(char) == "Cc" or char in _LINE_SEPARATORS:
+            return (f"holds {character_name(char)}; no config string may hold a line break or "
+                    "other control character")
+    if "</" in value:
+        return ("holds '</'; no config string may (report.html keeps each job's params in a "
+                "<script> element, which '</' would end)")
+    return None
+
+
+def string_problems(config: Any) -> list[tuple[list[Any], str, str]]:
+    """(key path, string, error line) for every string of `config`, key or value, that
+    `string_problem` refuses."""
+    found: list[tuple[list[Any], str, str]] = []
+
+    def walk(value: Any, path: list[Any]) -> None:
+        if isinstance(value, str):
+            problem = string_problem(value)
+            if problem:
+                found.append((path, value,
+                              f"config key '{key_path(path)}': {_shown(value)} {problem}"))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                problem = string_problem(key) if isinstance(key, str) else None
+                if problem:
+                    found.append((path, key, f"config key '{key_path(path)}' has a key "
+                                             f"{_shown(key)} that {problem}"))
+                walk(item, path + [key])
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, path + [i])
+
+    walk(config, [])
+    return found
 
 
 def load_yaml(path: str | Path) -> Any:

@@ -46,6 +46,7 @@ from rubriclab.validate import (
     unknown_keys,
 )
 from rubriclab.labels import DATASET_TITLES, ModelLabels
+from rubriclab.markup import caption_record
 from rubriclab.provenance import read_provenance
 
 _schema = load_yaml(workflow.source_path("../schemas/config.schema.yaml"))
@@ -310,8 +311,9 @@ def labels_of(models):
 def recorded_provenance(wildcards, output):
     """The provenance its job wrote beside the output (a param that reads an output is not
     compared for reruns): the report renders captions from it, not from the report's config.
+    Its strings are escaped for the caption's reStructuredText (rubriclab.markup).
     """
-    return read_provenance(output.provenance)
+    return caption_record(read_provenance(output.provenance))
 
 
 _CALLS_CHECKED = set()
