@@ -1,7 +1,8 @@
 """The batch store (`rubriclab.llm.batch.BatchStore`) in the PostgreSQL cache database, so
 that every host of a run sees the batches any of them submitted, and the answers a batch gave
 to requests its run did not ask. Same methods, same meaning; the tables are created with the
-cache's (`rubriclab.llm.cache_pg.SCHEMA`)."""
+cache's (`rubriclab.llm.cache_pg.SCHEMA`). A lost server is waited for as the cache waits for
+it (`rubriclab.llm.cache_pg.Connection`: up to `reconnect_s`, then `CacheUnreachable`)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from typing import Any
 
 from .backends import RawAnswer
 from .batch import UNFINISHED, BatchJob, BatchOutcome
-from .cache_pg import connect, create_schema
-from .settings import shown_url
+from .cache_pg import Connection, create_schema
+from .settings import CACHE_RECONNECT_S, shown_url
 
 _JOB_COLUMNS = "job_key, model, requests, input_file_id, batch_id, status, updated_at"
 
@@ -23,21 +24,28 @@ _JOB_COLUMNS = "job_key, model, requests, input_file_id, batch_id, status, updat
 class PostgresBatchStore:
     """The batches submitted against one cache database, one row per job key."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, reconnect_s: float = CACHE_RECONNECT_S):
         self.url = url
         self.location = shown_url(url)
         self._lock = threading.RLock()
-        self._db = connect(url)
-        create_schema(self._db)
+        self._conn = Connection(url, reconnect_s, lock=self._lock)
+        create_schema(self._conn.db)
 
     def close(self) -> None:
-        self._db.close()
+        self._conn.close()
 
     def _run(self, sql: str, params: Any = None) -> Any:
-        with self._lock:
-            if self._db.broken or self._db.closed:
-                self._db = connect(self.url)
-            return self._db.execute(sql, params)
+        return self._conn.call(lambda: self._conn.db.execute(sql, params))
+
+    def _run_many(self, sql: str, rows: list[tuple]) -> None:
+        """One statement for each row, in one transaction (asked again whole where the server
+        was lost)."""
+        def run() -> None:
+            db = self._conn.db
+            with db.transaction(), db.cursor() as cursor:
+                cursor.executemany(sql, rows)
+
+        self._conn.call(run)
 
     def get(self, key: str) -> BatchJob | None:
         row = self._run(f"SELECT {_JOB_COLUMNS} FROM batch_jobs WHERE job_key = %s",
@@ -60,24 +68,20 @@ class PostgresBatchStore:
         return [BatchJob(*row) for row in rows]
 
     def save_requests(self, key: str, request_keys: list[str]) -> None:
-        with self._lock, self._db.transaction():
-            with self._db.cursor() as cursor:
-                cursor.executemany("INSERT INTO batch_requests VALUES (%s, %s)"
-                                   " ON CONFLICT DO NOTHING", [(key, k) for k in request_keys])
+        self._run_many("INSERT INTO batch_requests VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                       [(key, k) for k in request_keys])
 
     def requests_of(self, key: str) -> set[str]:
         return {k for (k,) in self._run(
             "SELECT request_key FROM batch_requests WHERE job_key = %s", (key,)).fetchall()}
 
     def save_answers(self, job: BatchJob, answers: dict[str, RawAnswer]) -> None:
-        with self._lock, self._db.transaction():
-            with self._db.cursor() as cursor:
-                cursor.executemany(
-                    "INSERT INTO batch_answers VALUES (%s, %s, %s, %s, %s)"
-                    " ON CONFLICT (request_key, model) DO UPDATE SET job_key = EXCLUDED.job_key,"
-                    " batch_id = EXCLUDED.batch_id, answer = EXCLUDED.answer",
-                    [(k, job.model, job.job_key, job.batch_id, json.dumps(asdict(answer)))
-                     for k, answer in answers.items()])
+        self._run_many(
+            "INSERT INTO batch_answers VALUES (%s, %s, %s, %s, %s)"
+            " ON CONFLICT (request_key, model) DO UPDATE SET job_key = EXCLUDED.job_key,"
+            " batch_id = EXCLUDED.batch_id, answer = EXCLUDED.answer",
+            [(k, job.model, job.job_key, job.batch_id, json.dumps(asdict(answer)))
+             for k, answer in answers.items()])
 
     def kept_answers(self, model: str, keys: list[str]) -> dict[str, BatchOutcome]:
         """The kept answers of `keys`. They stay stored until `forget_answers` (once the

@@ -236,6 +236,12 @@ class CacheUnavailable(sqlite3.OperationalError):
     fails before anything is paid: `CacheUnwritable`) handles it alike."""
 
 
+class CacheUnreachable(CacheUnavailable):
+    """The cache database's server stayed out of reach for the whole reconnect window
+    (`llm.cache_reconnect_s`): the job stops, its answers journaled, rather than failing each
+    request (as a claim the server refuses does)."""
+
+
 def open_cache(config: LLMConfig, read_only: bool = False) -> AnswerStore:
     """The cache `config` names: on the PostgreSQL server of `config.cache_url`, else the
     SQLite file in `config.cache_dir`. `read_only`: for counts and export, creating nothing
@@ -245,7 +251,8 @@ def open_cache(config: LLMConfig, read_only: bool = False) -> AnswerStore:
 
         if read_only:
             return PostgresCache.read_only(config.cache_url)
-        return PostgresCache(config.cache_url, local_dir=config.local_dir)
+        return PostgresCache(config.cache_url, local_dir=config.local_dir,
+                             reconnect_s=config.cache_reconnect_s)
     if read_only:
         return SQLiteCache.read_only(config.cache_path)
     return SQLiteCache(config.cache_path)

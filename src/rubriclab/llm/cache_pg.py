@@ -23,6 +23,14 @@ Errors of the server (unreachable, a refused write) are raised as `CacheUnavaila
 subclass of SQLite's `OperationalError`, so the client handles them as it handles a locked
 SQLite file: a claim that fails fails its request before anything is paid; an answer the
 server refuses stays journaled and served, and is stored at the next write.
+
+**A lost server is waited for** (a restart, a failover, a cut network): `Connection` makes the
+connection again with backoff (`Outage`) for up to `llm.cache_reconnect_s` (60 s) from the
+moment the server was lost. Claims and reads wait that long, then raise `CacheUnreachable` (a
+`CacheUnavailable` naming the server), which stops the job rather than failing each request;
+writes of journaled answers and ledger rows do not wait (they are kept and sent at the next
+write, or at close, which waits the window). The first connection, when a cache is opened, is
+not waited for: a job that starts while the server is down stops at once, having paid nothing.
 """
 
 from __future__ import annotations
@@ -33,13 +41,16 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from .cache import (BUSY_TIMEOUT_S, CachedAnswer, CacheUnavailable, Claim, AnswerStore,
-                    CACHE_KEY_VERSION)
-from .settings import shown_url
+from .cache import (BUSY_TIMEOUT_S, CachedAnswer, CacheUnavailable, CacheUnreachable, Claim,
+                    AnswerStore, CACHE_KEY_VERSION)
+from .settings import CACHE_RECONNECT_S, shown_url
+
+T = TypeVar("T")
 
 log = logging.getLogger("rubriclab.llm")
 
@@ -110,9 +121,10 @@ def _psycopg():
     return psycopg
 
 
-def connect(url: str, read_only: bool = False):
-    """An autocommit connection to the cache database at `url`; CacheUnavailable naming the
-    URL (without its password) when there is none."""
+def connect(url: str, read_only: bool = False,
+            failed: type[CacheUnavailable] = CacheUnavailable):
+    """An autocommit connection to the cache database at `url`; CacheUnavailable (`failed`)
+    naming the URL (without its password) when there is none."""
     psycopg = _psycopg()
     options = {"application_name": "rubriclab", "connect_timeout": CONNECT_TIMEOUT_S}
     if read_only:  # beside the URL's own options (a search_path, say)
@@ -121,8 +133,216 @@ def connect(url: str, read_only: bool = False):
     try:
         return psycopg.connect(url, autocommit=True, **options)
     except psycopg.Error as exc:
-        raise CacheUnavailable(f"cannot reach the cache database {shown_url(url)}: "
-                               f"{str(exc).strip()}") from None
+        raise failed(f"cannot reach the cache database {shown_url(url)}: "
+                     f"{str(exc).strip()}") from None
+
+
+def server_name(url: str) -> str:
+    """The server a cache URL reaches, as named in errors: host and port, or the socket
+    folder; never its credentials."""
+    info = _psycopg().conninfo.conninfo_to_dict(url)
+    host = info.get("host") or info.get("hostaddr") or ""
+    port = info.get("port") or "5432"
+    if not host or host.startswith("/") or host.startswith("@"):
+        folder = host or "the default socket folder"
+        return f"the server on the socket in {folder} (port {port})"
+    return f"the server at {host}:{port}"
+
+
+# SQLSTATEs of a connection that is gone: class 08 (connection exception), and the server
+# ending its sessions: admin_shutdown, crash_shutdown, cannot_connect_now (starting up).
+_GONE_STATES = ("57P01", "57P02", "57P03")
+
+
+def connection_lost(exc: BaseException, db: Any = None) -> bool:
+    """Whether `exc` says the server is gone (a restart, a cut network, a connection it ended),
+    as opposed to a refusal of the statement (a lock held past the busy timeout, a constraint)."""
+    if isinstance(exc, CacheUnavailable):
+        return isinstance(exc, _ConnectFailed)
+    state = getattr(exc, "sqlstate", None) or ""
+    if state.startswith("08") or state in _GONE_STATES:
+        return True
+    return (isinstance(exc, _psycopg().OperationalError) and db is not None
+            and (db.broken or db.closed))
+
+
+class _ConnectFailed(CacheUnavailable):
+    """A connection that could not be made (the server down, starting, or unreachable)."""
+
+
+class Outage:
+    """Since when a server has been out of reach, and when to try it again: backoff from
+    `first_wait_s`, doubling up to `longest_wait_s`, for at most `window_s` from the moment the
+    server was lost."""
+
+    def __init__(self, window_s: float, first_wait_s: float = 0.1, longest_wait_s: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.window_s = window_s
+        self.first_wait_s = first_wait_s
+        self.longest_wait_s = longest_wait_s
+        self.clock = clock
+        self.since: float | None = None
+        self.next_try = 0.0
+        self._wait_s = first_wait_s
+
+    @property
+    def ongoing(self) -> bool:
+        return self.since is not None
+
+    def lost(self) -> None:
+        """A try failed: the next one after the current wait, which then doubles."""
+        now = self.clock()
+        if self.since is None:
+            self.since = now
+        self.next_try = now + self._wait_s
+        self._wait_s = min(self.longest_wait_s, self._wait_s * 2)
+
+    def over(self) -> None:
+        """The server answered again."""
+        self.since = None
+        self.next_try = 0.0
+        self._wait_s = self.first_wait_s
+
+    def expired(self) -> bool:
+        return self.since is not None and self.clock() - self.since >= self.window_s
+
+    def due(self) -> bool:
+        """Whether the next try may be made now."""
+        return self.clock() >= self.next_try
+
+    def wait_s(self) -> float:
+        """How long until the next try, within what is left of the window (0: now)."""
+        if self.since is None:
+            return 0.0
+        now = self.clock()
+        return max(0.0, min(self.next_try, self.since + self.window_s) - now)
+
+    def lasted_s(self) -> float:
+        return 0.0 if self.since is None else self.clock() - self.since
+
+
+class Connection:
+    """One connection to a cache database that is made again when its server is lost.
+
+    `call(operation)` runs `operation` (statements on `db`, a transaction or one statement)
+    under the lock; where the server is gone, the connection is made again and the whole
+    operation asked again, with backoff (`Outage`), until `reconnect_s` have passed since the
+    server was lost; then `CacheUnreachable` naming the server. With `wait=False` a lost server
+    is reported at once (a plain `CacheUnavailable`), and no connection is tried before the
+    backoff allows. An operation called inside another one (by the same thread) runs as part
+    of it, its errors left to the outer call. `setup` is run on each new connection."""
+
+    def __init__(self, url: str, reconnect_s: float = CACHE_RECONNECT_S, read_only: bool = False,
+                 setup: Callable[[Any], None] | None = None,
+                 lock: threading.RLock | None = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic, connect_now: bool = True):
+        self.url = url
+        self.location = shown_url(url)
+        self.read_only = read_only
+        self.setup = setup
+        self.outage = Outage(reconnect_s, clock=clock)
+        self.lock = lock if lock is not None else threading.RLock()
+        self._sleep = sleep
+        self._depth = 0
+        self._last_error = ""
+        self.db = None
+        if connect_now:  # not waited for (see the module docstring)
+            self.db = connect(url, read_only=read_only)
+            if setup is not None:
+                setup(self.db)
+
+    @property
+    def reconnect_s(self) -> float:
+        return self.outage.window_s
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[Any]:
+        """The connection for statements run as one operation, not asked again here (a
+        transaction under way cannot be): a lost server raises a `CacheUnavailable` at once."""
+        with self.lock:
+            self._depth += 1
+            try:
+                if self._depth == 1:
+                    try:
+                        self._ensure(wait=False)
+                    except _ConnectFailed as exc:
+                        self._lost(exc)
+                        raise self._unavailable(final=False) from None
+                yield self.db
+            finally:
+                self._depth -= 1
+
+    def call(self, operation: Callable[[], T], wait: bool = True) -> T:
+        with self.lock:
+            if self._depth:  # this thread's: the lock is held from the outer call on
+                return operation()
+        psycopg = _psycopg()
+        while True:
+            with self.lock:
+                self._depth += 1
+                try:
+                    self._ensure(wait)
+                    result = operation()
+                except (psycopg.Error, CacheUnavailable) as exc:
+                    if not connection_lost(exc, self.db):
+                        raise
+                    self._lost(exc)
+                    if not wait or self.outage.expired():
+                        raise self._unavailable(final=wait) from None
+                else:
+                    self.outage.over()
+                    return result
+                finally:
+                    self._depth -= 1
+            self._sleep(self.outage.wait_s())  # without the lock: others may go on meanwhile
+
+    def _ensure(self, wait: bool) -> None:
+        db = self.db
+        if db is not None and not db.broken and not db.closed:
+            return
+        if self.outage.ongoing and not (wait or self.outage.due()):
+            raise self._unavailable(final=False)
+        if db is not None:
+            db.close()
+            self.db = None
+        self.db = connect(self.url, read_only=self.read_only, failed=_ConnectFailed)
+        try:
+            if self.setup is not None:
+                self.setup(self.db)
+        except _psycopg().Error:
+            self.db.close()
+            raise
+        if self.outage.ongoing:
+            log.warning("%s: connected to the cache database again after %.1f s",
+                        self.location, self.outage.lasted_s())
+
+    def _lost(self, exc: BaseException) -> None:
+        if not self.outage.ongoing:
+            log.warning("%s: lost the cache database (%s); reconnecting for up to %g s "
+                        "(llm.cache_reconnect_s)", self.location, str(exc).strip(),
+                        self.outage.window_s)
+        self._last_error = str(exc).strip().removeprefix(
+            f"cannot reach the cache database {self.location}: ")
+        if self.db is not None and not self.db.closed:
+            self.db.close()
+        self.outage.lost()
+
+    def _unavailable(self, final: bool) -> CacheUnavailable:
+        server = server_name(self.url)
+        if final or self.outage.expired():
+            return CacheUnreachable(
+                f"the cache database {self.location} ({server}) has been out of reach for "
+                f"{self.outage.lasted_s():.0f} s, past llm.cache_reconnect_s "
+                f"({self.outage.window_s:g} s); the answers paid for are kept in the answer "
+                f"journal and stored by the next job once it is back: {self._last_error}")
+        return CacheUnavailable(f"the cache database {self.location} ({server}) is out of "
+                                f"reach, reconnecting: {self._last_error}")
 
 
 _TABLES = ("answers", "claims", "batch_jobs", "batch_requests", "batch_answers", "ledger_rows")
@@ -158,11 +378,17 @@ def journal_dir(url: str, local_dir: Path) -> Path:
 class PostgresCache(AnswerStore):
     """The cache in a PostgreSQL database (see the module docstring)."""
 
-    def __init__(self, url: str, local_dir: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S):
+    # Its claims may wait out a lost server (`reconnect_s`): the client asks for them from a
+    # thread, so that its calls in flight are answered meanwhile.
+    claims_wait_for_server = True
+
+    def __init__(self, url: str, local_dir: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S,
+                 reconnect_s: float = CACHE_RECONNECT_S):
         psycopg = _psycopg()
         self.url = url
         self.location = shown_url(url)
         self.busy_timeout_s = busy_timeout_s
+        self._timeout_s = busy_timeout_s  # the lock timeout set now (see _busy_timeout)
         self._refusals = (psycopg.Error, CacheUnavailable)
         self._local_dir = Path(local_dir)
         # made now, as a SQLite cache's folder is: the free-space check before a paid call
@@ -171,12 +397,13 @@ class PostgresCache(AnswerStore):
         self._lock = threading.RLock()
         # (key, owner) -> the fencing token of the claim this cache made for that owner.
         self._tokens: dict[tuple[str, str], int] = {}
-        self._db = connect(url)
+        # Whether writes wait for a lost server (at close: nothing else is left to do).
+        self._writes_wait = False
+        self._conn = Connection(url, reconnect_s, setup=self._set_up, lock=self._lock)
         try:
-            self._set_timeout(busy_timeout_s)
             create_schema(self._db)
         except psycopg.Error as exc:
-            self._db.close()
+            self._conn.close()
             raise CacheUnavailable(f"{self.location}: cannot set up the cache tables: "
                                    f"{str(exc).strip()}") from None
         self._start_journal()
@@ -188,14 +415,15 @@ class PostgresCache(AnswerStore):
         psycopg = _psycopg()
         cache = cls.__new__(cls)
         cache.url, cache.location = url, shown_url(url)
-        cache.busy_timeout_s = BUSY_TIMEOUT_S
+        cache.busy_timeout_s = cache._timeout_s = BUSY_TIMEOUT_S
         cache._refusals = (psycopg.Error, CacheUnavailable)
         cache._lock = threading.RLock()
         cache._tokens = {}
-        cache._db = connect(url, read_only=True)
+        cache._writes_wait = False
+        cache._conn = Connection(url, read_only=True, setup=cache._set_up, lock=cache._lock)
         (table,) = cache._db.execute("SELECT to_regclass('answers')").fetchone()
         if table is None:
-            cache._db.close()
+            cache._conn.close()
             raise FileNotFoundError(f"no cache at {cache.location} (its database has no "
                                     "answers table)")
         cache._pending, cache._warned, cache._journal = {}, set(), None
@@ -206,71 +434,79 @@ class PostgresCache(AnswerStore):
     def journal_dir(self) -> Path:
         return journal_dir(self.url, self._local_dir)
 
+    @property
+    def reconnect_s(self) -> float:
+        return self._conn.reconnect_s
+
+    @property
+    def _db(self) -> Any:
+        """The connection now (made again after a lost server): for statements of an
+        operation run by `_call` or inside `_transaction`."""
+        return self._conn.db
+
+    def close(self) -> None:
+        # The last write waits for a lost server (within llm.cache_reconnect_s): what it
+        # cannot store stays in the journal for the next job.
+        self._writes_wait = True
+        super().close()
+
     def _close_db(self) -> None:
         # Claims still held end with their cache (a job that stops on an error frees its keys
         # now, not when their leases run out; only a killed one leaves them to lapse).
         if self._tokens and not self._read_only:
             try:
-                self._run("DELETE FROM claims WHERE token = ANY(%s)", (list(self._tokens.values()),))
+                self._run("DELETE FROM claims WHERE token = ANY(%s)",
+                          (list(self._tokens.values()),), wait=False)
             except self._refusals as exc:
                 log.warning("%s: claims left to lapse: %s", self.location, exc)
             self._tokens.clear()
-        self._db.close()
+        self._conn.close()
 
     def __enter__(self) -> PostgresCache:
         return self
 
-    def _ensure(self) -> None:
-        """Reconnect once the connection broke (a restarted server, a cut network)."""
-        if self._db.broken or self._db.closed:
-            self._db = connect(self.url, read_only=self._read_only)
-            self._set_timeout(self.busy_timeout_s)
+    def _set_up(self, db: Any) -> None:
+        """A new connection's settings: the lock timeout in force."""
+        db.execute("SELECT set_config('lock_timeout', %s, false)",
+                   (f"{max(1, int(self._timeout_s * 1000))}ms",))
 
-    def _set_timeout(self, seconds: float) -> None:
-        self._db.execute("SELECT set_config('lock_timeout', %s, false)",
-                         (f"{max(1, int(seconds * 1000))}ms",))
+    def _call(self, operation: Callable[[], T], wait: bool = True) -> T:
+        """`operation` on the connection, asked again on a new one where the server was lost
+        (`Connection.call`)."""
+        return self._conn.call(operation, wait=wait)
 
-    _depth = 0  # transactions open on this connection
-
-    def _run(self, sql: str, params: Any = None) -> Any:
-        """One statement; outside a transaction, asked once more on a new connection where
-        the old one broke (a restarted server, a connection the server ended)."""
-        with self._lock:
-            self._ensure()
-            try:
-                return self._db.execute(sql, params)
-            except _psycopg().OperationalError:
-                if self._depth or not self._db.broken:
-                    raise
-                log.warning("%s: the connection to the cache database broke; reconnecting",
-                            self.location)
-                self._ensure()
-                return self._db.execute(sql, params)
+    def _run(self, sql: str, params: Any = None, wait: bool = True) -> Any:
+        """One statement; on its own, asked again on a new connection where the server was
+        lost (waiting up to llm.cache_reconnect_s with `wait`); inside a transaction or an
+        operation, part of it."""
+        return self._call(lambda: self._db.execute(sql, params), wait=wait)
 
     @contextlib.contextmanager
     def _transaction(self, immediate: bool = False) -> Iterator[None]:
-        with self._lock:
-            self._ensure()
-            self._depth += 1
-            try:
-                with self._db.transaction():
-                    yield
-            finally:
-                self._depth -= 1
+        with self._conn.held() as db, db.transaction():
+            yield
 
     @contextlib.contextmanager
     def _busy_timeout(self, seconds: float) -> Iterator[None]:
-        if seconds == self.busy_timeout_s:
+        if seconds == self._timeout_s:
             yield
             return
         with self._lock:
-            self._ensure()
-            self._set_timeout(seconds)
+            before, self._timeout_s = self._timeout_s, seconds
             try:
+                self._set_timeout_now()
                 yield
             finally:
-                if not self._db.broken:
-                    self._set_timeout(self.busy_timeout_s)
+                self._timeout_s = before
+                self._set_timeout_now()
+
+    def _set_timeout_now(self) -> None:
+        """The lock timeout in force on the connection there is; a lost server is left to the
+        statements that follow (a new connection gets it from `_set_up`)."""
+        try:
+            self._call(lambda: self._set_up(self._db), wait=False)
+        except self._refusals:
+            pass
 
     # --- answers ----------------------------------------------------------------------------
 
@@ -289,15 +525,19 @@ class PostgresCache(AnswerStore):
 
     def _store(self, answer: CachedAnswer) -> None:
         """The answer, and the release of the claims this cache holds on its key, in one
-        transaction."""
+        transaction (not waiting for a lost server but at close: the answer is journaled)."""
         with self._lock:  # _tokens is read by the thread that renews the claims too
             held = {owner: token for (key, owner), token in self._tokens.items()
                     if key == answer.key}
-            with self._transaction():
-                self._insert(answer)
-                if held:
-                    self._run("DELETE FROM claims WHERE key = %s AND token = ANY(%s)",
-                              (answer.key, list(held.values())))
+
+            def store() -> None:
+                with self._transaction():
+                    self._insert(answer)
+                    if held:
+                        self._run("DELETE FROM claims WHERE key = %s AND token = ANY(%s)",
+                                  (answer.key, list(held.values())))
+
+            self._call(store, wait=self._writes_wait)
             for owner in held:
                 self._tokens.pop((answer.key, owner), None)
 
@@ -322,7 +562,7 @@ class PostgresCache(AnswerStore):
         try:
             self._run("UPDATE answers SET model_fingerprint = %s, key_version = %s"
                       " WHERE key = %s AND model_fingerprint IS NULL",
-                      (fingerprint, CACHE_KEY_VERSION, key))
+                      (fingerprint, CACHE_KEY_VERSION, key), wait=False)
         except self._refusals as exc:  # recorded at a later hit
             log.info("%s: could not record the fingerprint of %s: %s", self.location, key, exc)
 
@@ -338,42 +578,22 @@ class PostgresCache(AnswerStore):
         """Claim `key` for `owner` unless it is answered or another's lease on it still runs.
 
         `held_by_owner`: another task of the same owner is answering it (wait for that one).
-        A claim whose lease ran out is taken over with a new fencing token.
+        A claim whose lease ran out is taken over with a new fencing token. Where the server
+        was lost, waits for it (up to llm.cache_reconnect_s; then `CacheUnreachable`); a claim
+        the server refuses (a lock held past the busy timeout) is a `CacheUnavailable` at once.
         """
         pending = self._pending.get(key)
         if pending is not None:
             return Claim(answer=pending)
         psycopg = _psycopg()
         try:
-            answer = self._fetch(key)
-            if answer is not None:
-                return Claim(answer=answer)
-            taken = holder = answered = None
-            with self._transaction():
-                taken = self._run(
-                    "INSERT INTO claims (key, owner, host, pid, token, expires_at) VALUES"
-                    f" (%(key)s, %(owner)s, %(host)s, %(pid)s, nextval('claim_tokens'),"
-                    f" {_NOW} + %(lease)s)"
-                    " ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner,"
-                    " host = EXCLUDED.host, pid = EXCLUDED.pid, token = EXCLUDED.token,"
-                    " expires_at = EXCLUDED.expires_at"
-                    f" WHERE claims.expires_at <= {_NOW}"
-                    " OR (claims.owner = EXCLUDED.owner AND NOT %(held)s)"
-                    " RETURNING token",
-                    {"key": key, "owner": owner, "host": socket.gethostname(),
-                     "pid": os.getpid(), "lease": float(lease_s),
-                     "held": held_by_owner}).fetchone()
-                if taken is None:
-                    holder = self._run("SELECT host, pid, token FROM claims WHERE key = %s",
-                                       (key,)).fetchone()
-                else:
-                    # Answered since the look above (its claim released with it): not ours.
-                    answered = self._fetch(key)
-                    if answered is not None:
-                        raise psycopg.Rollback()
+            found = self._call(lambda: self._claim_once(key, owner, lease_s, held_by_owner))
         except psycopg.Error as exc:
             raise CacheUnavailable(f"{self.location}: could not claim {key}: "
                                    f"{str(exc).strip()}") from None
+        if isinstance(found, Claim):
+            return found
+        taken, holder, answered = found
         if answered is not None:
             return Claim(answer=answered)
         if taken is None:
@@ -384,6 +604,39 @@ class PostgresCache(AnswerStore):
         with self._lock:
             self._tokens[(key, owner)] = taken[0]
         return Claim(claimed=True, token=taken[0])
+
+    def _claim_once(self, key: str, owner: str, lease_s: float, held_by_owner: bool
+                    ) -> Claim | tuple[Any, Any, CachedAnswer | None]:
+        """One try of `claim`: its answer, or (the token taken, the holder's row, an answer
+        stored meanwhile); asked again whole where the server was lost."""
+        psycopg = _psycopg()
+        answer = self._fetch(key)
+        if answer is not None:
+            return Claim(answer=answer)
+        taken = holder = answered = None
+        with self._transaction():
+            taken = self._run(
+                "INSERT INTO claims (key, owner, host, pid, token, expires_at) VALUES"
+                f" (%(key)s, %(owner)s, %(host)s, %(pid)s, nextval('claim_tokens'),"
+                f" {_NOW} + %(lease)s)"
+                " ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner,"
+                " host = EXCLUDED.host, pid = EXCLUDED.pid, token = EXCLUDED.token,"
+                " expires_at = EXCLUDED.expires_at"
+                f" WHERE claims.expires_at <= {_NOW}"
+                " OR (claims.owner = EXCLUDED.owner AND NOT %(held)s)"
+                " RETURNING token",
+                {"key": key, "owner": owner, "host": socket.gethostname(),
+                 "pid": os.getpid(), "lease": float(lease_s),
+                 "held": held_by_owner}).fetchone()
+            if taken is None:
+                holder = self._run("SELECT host, pid, token FROM claims WHERE key = %s",
+                                   (key,)).fetchone()
+            else:
+                # Answered since the look above (its claim released with it): not ours.
+                answered = self._fetch(key)
+                if answered is not None:
+                    raise psycopg.Rollback()
+        return taken, holder, answered
 
     def renew_claims(self, owner: str, lease_s: float) -> None:
         """Extend the leases of `owner`'s claims that still carry its tokens; a claim taken
@@ -400,7 +653,7 @@ class PostgresCache(AnswerStore):
                     renewed = {token for (token,) in self._run(
                         f"UPDATE claims SET expires_at = {_NOW} + %s WHERE owner = %s"
                         " AND token = ANY(%s) RETURNING token",
-                        (float(lease_s), owner, list(mine))).fetchall()}
+                        (float(lease_s), owner, list(mine)), wait=False).fetchall()}
             except self._refusals as exc:  # renewed at the next beat, or the lease lapses
                 log.warning("%s: could not renew this process's claims: %s", self.location,
                             exc)
@@ -422,7 +675,8 @@ class PostgresCache(AnswerStore):
             return  # released with its answer, taken over, or never this cache's
         try:
             with self._busy_timeout(min(5.0, self.busy_timeout_s)):
-                self._run("DELETE FROM claims WHERE key = %s AND token = %s", (key, token))
+                self._run("DELETE FROM claims WHERE key = %s AND token = %s", (key, token),
+                          wait=False)
         except self._refusals as exc:
             # Left to lapse: its answer (if any) is served before any claim is looked at.
             log.warning("%s: could not release the claim of %s: %s", self.location, key, exc)
@@ -450,35 +704,60 @@ class PostgresCache(AnswerStore):
 
 
 class LedgerRows:
-    """The rows of one ledger file, written to the `ledger_rows` table as they are recorded."""
+    """The rows of one ledger file, written to the `ledger_rows` table as they are recorded.
+    Rows the server cannot take now (it was lost: a restart) are kept, in order, and sent with
+    the next row, or at close, which waits up to `reconnect_s` for the server."""
 
-    def __init__(self, url: str, ledger: str):
+    def __init__(self, url: str, ledger: str, reconnect_s: float = CACHE_RECONNECT_S):
         self.url, self.ledger = url, ledger
         self.location = shown_url(url)
-        self._db = None
+        self.reconnect_s = reconnect_s
+        self._conn: Connection | None = None
+        self._unsent: list[tuple[str, str, bool, dict[str, Any]]] = []
         self._warned = False
 
     def add(self, row: dict[str, Any], attempt: bool) -> None:
+        self._unsent.append((socket.gethostname(), self.ledger, attempt, row))
+        self._send(wait=False)
+
+    def _send(self, wait: bool) -> None:
         psycopg = _psycopg()
         from psycopg.types.json import Jsonb
 
+        rows = [(host, ledger, attempt, Jsonb(row)) for host, ledger, attempt, row in self._unsent]
+
+        def insert() -> None:
+            db = self._conn.db
+            with db.transaction(), db.cursor() as cursor:
+                cursor.executemany("INSERT INTO ledger_rows (host, ledger, attempt, row)"
+                                   " VALUES (%s, %s, %s, %s)", rows)
+
+        if self._conn is None:
+            self._conn = Connection(self.url, self.reconnect_s, setup=create_schema,
+                                    connect_now=False)
         try:
-            if self._db is None or self._db.broken or self._db.closed:
-                self._db = connect(self.url)
-                create_schema(self._db)
-            self._db.execute("INSERT INTO ledger_rows (host, ledger, attempt, row)"
-                             " VALUES (%s, %s, %s, %s)",
-                             (socket.gethostname(), self.ledger, attempt, Jsonb(row)))
-        except (psycopg.Error, CacheUnavailable) as exc:
-            if not self._warned:  # the ledger file has the row; the database misses it
+            self._conn.call(insert, wait=wait)
+        except CacheUnavailable as exc:  # the server lost: kept for the next row or close
+            if not self._warned:
                 self._warned = True
-                log.warning("%s: could not write ledger rows of %s (they are in the file): "
-                            "%s", self.location, self.ledger, exc)
+                log.warning("%s: could not write ledger rows of %s (they are in the file; "
+                            "sent once the server is back): %s", self.location, self.ledger, exc)
+            return
+        except psycopg.Error as exc:  # refused: the ledger file has them, the database not
+            log.warning("%s: the database refused %d ledger row(s) of %s (they are in the "
+                        "file): %s", self.location, len(rows), self.ledger, exc)
+        self._unsent.clear()
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        if self._unsent:
+            self._send(wait=True)
+        if self._unsent:
+            log.warning("%s: %d ledger row(s) of %s did not reach the database (they are in "
+                        "the file)", self.location, len(self._unsent), self.ledger)
+            self._unsent.clear()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 def read_ledger_rows(url: str, ledger: str | None = None) -> list[dict[str, Any]]:

@@ -46,8 +46,8 @@ from .batch import BatchOutcome, BatchRunner
 from .budget import (BudgetCannotGuard, BudgetExceeded, Reservation, SpendRecord,
                      spend_record_path, unguarded_message, unguarded_models, usd,
                      worst_cost)
-from .cache import (CacheBackend, CachedAnswer, Claim, DiskSpaceLow, open_cache,
-                    free_space_problem, make_answer)
+from .cache import (CacheBackend, CachedAnswer, CacheUnreachable, Claim, DiskSpaceLow,
+                    free_space_problem, make_answer, open_cache)
 from .formats import UnparseableAnswer, get_format
 from .ledger import Ledger, attempts_path
 from .progress import Progress
@@ -144,7 +144,8 @@ class LLMClient:
         self.role = role  # the part its models play, unless a request or a run names another
         self.ledger = ledger
         if ledger is not None and config.cache_url:
-            ledger.send_rows_to(config.cache_url)  # where every host's rows meet
+            # where every host's rows meet
+            ledger.send_rows_to(config.cache_url, config.cache_reconnect_s)
         self.cache = cache if cache is not None else open_cache(config)
         self.backends = Backends(config)
         self.batches = BatchRunner(config, before_submit=self._before_batch)
@@ -363,8 +364,33 @@ class LLMClient:
                         # (An answer that is not cached is not shared: nothing to claim.)
                         shared = self.config.caches(request.model)
                         try:
-                            claim = self._claim(key) if shared else Claim(claimed=True)
+                            if not shared:
+                                claim = Claim(claimed=True)
+                            elif getattr(self.cache, "claims_wait_for_server", False):
+                                # It may wait out a lost server (llm.cache_reconnect_s): in a
+                                # thread, so that the calls in flight are answered meanwhile.
+                                # The key counts as held while it is claimed, so that another
+                                # task asking it meanwhile waits for this one's answer.
+                                others = key in self._held
+                                self._held.add(key)
+                                try:
+                                    claim = await asyncio.to_thread(self._claim, key, others)
+                                finally:
+                                    if not others:
+                                        self._held.discard(key)
+                            else:
+                                claim = self._claim(key)
                         except sqlite3.OperationalError as exc:  # nothing paid yet
+                            if isinstance(exc, CacheUnreachable):
+                                # The server stayed lost past llm.cache_reconnect_s: the job
+                                # stops (rather than each request failing), once the calls in
+                                # flight are answered and journaled.
+                                longest = max(s.deadline_s for s in (
+                                    self.config.defaults, *self.config.per_model.values()))
+                                until = time.monotonic() + longest + 5
+                                while self._held and time.monotonic() < until:
+                                    await asyncio.sleep(0.1)
+                                raise
                             claim = Claim(holder="the cache")
                             completion = Completion(
                                 request=request, key=key, outcome="failed",
@@ -687,12 +713,16 @@ class LLMClient:
             limit = max(limit, settings.batch_max_wait_s)
         return limit + 2 * self.claim_lease_s
 
-    def _claim(self, key: str) -> Claim:
+    def _claim(self, key: str, held_by_owner: bool | None = None) -> Claim:
+        """`held_by_owner`: whether another task of this client answers `key` (default: as
+        `_held` says now)."""
         claim = getattr(self.cache, "claim", None)
         if claim is None:  # a backend without claims: only its answers are shared
             hit = self.cache.get(key)
             return Claim(answer=hit) if hit is not None else Claim(claimed=True)
-        return claim(key, self._owner, self.claim_lease_s, held_by_owner=key in self._held)
+        if held_by_owner is None:
+            held_by_owner = key in self._held
+        return claim(key, self._owner, self.claim_lease_s, held_by_owner=held_by_owner)
 
     def _release(self, key: str) -> None:
         release = getattr(self.cache, "release", None)

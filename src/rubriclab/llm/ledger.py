@@ -123,14 +123,17 @@ class Ledger:
 
     _database = None
 
-    def send_rows_to(self, cache_url: str) -> None:
+    def send_rows_to(self, cache_url: str, reconnect_s: float | None = None) -> None:
         """Also write every row (and, marked, every row of the attempts journal) to the
         PostgreSQL cache database at `cache_url`, where the rows of every host of a run meet
         (`database_ledger_rows`). The files stay the record: a row the server refuses is
-        logged and skipped."""
+        logged and skipped; rows sent while the server is lost (a restart) are kept and sent
+        once it is back, waiting for it at close up to `reconnect_s` (llm.cache_reconnect_s)."""
         from .cache_pg import LedgerRows
+        from .settings import CACHE_RECONNECT_S
 
-        self._database = LedgerRows(cache_url, str(self.path.absolute()))
+        self._database = LedgerRows(cache_url, str(self.path.absolute()),
+                                    CACHE_RECONNECT_S if reconnect_s is None else reconnect_s)
 
     def close(self) -> None:
         for fh in (self._fh, self._journal):

@@ -33,6 +33,10 @@ def shown_url(url: str) -> str:
     netloc = parts.netloc.rsplit("@", 1)
     user = (parts.username or "") + ":***"
     return parts._replace(netloc=f"{user}@{netloc[-1]}").geturl()
+
+
+# How long a PostgreSQL cache whose server went away keeps reconnecting (llm.cache_reconnect_s).
+CACHE_RECONNECT_S = 60.0
 # Providers whose batch API rubriclab.llm.batch drives: OpenAI and Gemini (AI Studio) through
 # litellm, Anthropic's Message Batches through the anthropic SDK.
 BATCH_PROVIDERS = frozenset({"openai", "gemini", "anthropic"})
@@ -300,6 +304,10 @@ class LLMConfig:
     # On SIGINT or SIGTERM a job sends no new request and waits this long, in seconds, for the
     # calls in flight to be answered and stored (rubriclab.llm.stopping).
     stop_grace_s: float = 30.0
+    # How long, in seconds, a PostgreSQL cache that lost its server (a restart, a cut network)
+    # keeps reconnecting, with backoff, before a claim or read gives up with CacheUnavailable
+    # (rubriclab.llm.cache_pg). Answers stay journaled meanwhile.
+    cache_reconnect_s: float = CACHE_RECONNECT_S
 
     def caches(self, model: str) -> bool:
         """Whether a model's answers are cached (every model's but fakes', unless asked)."""
@@ -419,6 +427,7 @@ class LLMConfig:
                                      "llm.cache_fake_answers"),
             preflight=_flag(raw.get("preflight", True), "llm.preflight"),
             stop_grace_s=_grace(raw.get("stop_grace_s", 30.0)),
+            cache_reconnect_s=_reconnect(raw.get("cache_reconnect_s", CACHE_RECONNECT_S)),
         )
 
 
@@ -455,6 +464,13 @@ def _grace(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise ValueError(f"llm.stop_grace_s: expected a number of seconds >= 0 (0: the calls "
                          f"in flight are ended at once), got {value!r}")
+    return float(value)
+
+
+def _reconnect(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"llm.cache_reconnect_s: expected a number of seconds >= 0 (0: a lost "
+                         f"cache server fails the job at once), got {value!r}")
     return float(value)
 
 
