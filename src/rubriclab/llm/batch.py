@@ -26,6 +26,13 @@ is not the provider's own API never gets the environment's provider key, on any 
 (`placeholder_api_key`); a batched model whose key is missing stops before the first call
 (`BatchRunner.check_credentials`).
 
+A result file is read line by line (`ResultLines`): a request answered by identical lines
+takes the answer once; one answered by lines that differ takes none (no answer is cached, the
+request follows `batch_fallback`, and every answer is on the bill, since the provider may have
+billed each); lines without a request id, with one the batch did not hold, and requests a
+completed batch gave no line are warnings naming the batch, counted on the job's last progress
+line (`BatchOutcomes.unusable_lines`).
+
 This module only submits, polls and reads results; `LLMClient` parses each answer with its
 request's format, caches and records it, and asks the requests a batch did not answer as
 ordinary calls (or counts them as failed).
@@ -39,6 +46,7 @@ import json
 import logging
 import random
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -55,8 +63,8 @@ from .settings import (BATCH_FALLBACKS, BATCH_PROVIDERS, BatchNotSupported, LLMC
                        ModelSettings, check_batch_settings)
 
 __all__ = ["BATCH_FALLBACKS", "BATCH_PROVIDERS", "BatchJob", "BatchNotSupported",
-           "BatchOutcome", "BatchRunner", "BatchStore", "ProviderBatch", "check_batch_settings",
-           "job_key", "openai_body"]
+           "BatchOutcome", "BatchOutcomes", "BatchRunner", "BatchStore", "ProviderBatch",
+           "ResultLines", "check_batch_settings", "job_key", "openai_body"]
 
 log = logging.getLogger("rubriclab.llm.batch")
 
@@ -251,7 +259,7 @@ def open_batch_store(config: LLMConfig) -> BatchStore:
     if config.cache_url:
         from .batch_pg import PostgresBatchStore
 
-        return PostgresBatchStore(config.cache_url)
+        return PostgresBatchStore(config.cache_url, reconnect_s=config.cache_reconnect_s)
     return BatchStore(config.cache_dir / BatchStore.FILE_NAME)
 
 
@@ -271,6 +279,77 @@ class BatchOutcome:
     # Never in a batch, nor to be: the model is no longer batched and no stored batch holds
     # it, so it is asked as an ordinary call.
     unsent: bool = False
+    # Answers the batch gave this request that cannot be used, each possibly billed: the
+    # different answers of a request its result file answers more than once.
+    spent: tuple[RawAnswer, ...] = ()
+
+
+# Result lines of a batch that answer no request of it, and requests a completed batch gave
+# no line, by kind (what `Progress` reports at the end of a job).
+UNUSABLE_LINES = ("conflicting", "without_id", "unknown_id", "missing")
+
+
+class BatchOutcomes(dict[str, BatchOutcome]):
+    """`BatchRunner.run`'s outcomes by request key, with `unusable_lines`: how many result
+    lines of its batches were of no use, by kind (UNUSABLE_LINES): requests answered more than
+    once with different answers, lines without a request id, lines whose id the batch did not
+    hold, and requests a completed batch gave no line."""
+
+    def __init__(self, outcomes: dict[str, BatchOutcome] | None = None):
+        super().__init__(outcomes or {})
+        self.unusable_lines: Counter[str] = Counter()
+
+
+class ResultLines:
+    """A batch's result lines, read one by one (`add`), by request key. A request answered by
+    several lines with the same outcome takes it once; one answered by lines that differ takes
+    none of them (`conflicting`): which would be the provider's answer cannot be told, and
+    caching either could replace one answer with another. Lines with no request id are
+    counted, by where they are (`without_id`)."""
+
+    def __init__(self, job: BatchJob, id_name: str):
+        self.job = job
+        self.id_name = id_name  # what the provider calls a line's request id
+        self.outcomes: dict[str, BatchOutcome] = {}
+        self.conflicting: dict[str, list[BatchOutcome]] = {}
+        self.where: dict[str, list[str]] = {}  # request key -> where its lines are
+        self.repeated = 0  # lines that repeat an earlier line's outcome
+        self.without_id: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.outcomes) + len(self.conflicting)
+
+    def add(self, key: Any, outcome: Callable[[], BatchOutcome], where: str) -> None:
+        """The line at `where` gave request `key` (its id as read) what `outcome` reads."""
+        if not isinstance(key, str) or not key:
+            self.without_id.append(where)
+            return
+        read = outcome()
+        self.where.setdefault(key, []).append(where)
+        seen = self.conflicting.get(key)
+        if seen is None and key in self.outcomes:
+            if self.outcomes[key] == read:
+                self.repeated += 1
+                return
+            seen = self.conflicting[key] = [self.outcomes.pop(key)]
+        if seen is None:
+            self.outcomes[key] = read
+        elif read in seen:
+            self.repeated += 1
+        else:
+            seen.append(read)
+
+    def refused(self, key: str) -> BatchOutcome:
+        """What the batch gave a request with conflicting lines: no answer, and each of its
+        different answers spent (the provider may have billed every one)."""
+        seen = self.conflicting[key]
+        answers = tuple(o.answer for o in seen if o.answer is not None)
+        shown = "; ".join(repr(o.answer.text[:40]) if o.answer is not None else o.error[:80]
+                          for o in seen)
+        return BatchOutcome(None, f"batch {self.job.batch_id} of {self.job.model} gave this "
+                                  f"request {len(seen)} different results ({shown}; "
+                                  f"{', '.join(self.where[key])}): none is taken",
+                            self.job.batch_id, spent=answers)
 
 
 # Called before a new batch is submitted, with its model, requests and messages: checks the
@@ -312,7 +391,7 @@ class BatchAPI(Protocol):
     async def retrieve(self, job: BatchJob, settings: ModelSettings) -> ProviderBatch: ...
 
     async def results(self, job: BatchJob, batch: ProviderBatch, settings: ModelSettings,
-                      retrying: Retrying) -> dict[str, BatchOutcome]: ...
+                      retrying: Retrying) -> ResultLines: ...
 
 
 class Retrying(Protocol):
@@ -354,7 +433,7 @@ class BatchRunner:
 
     async def run(self, model: str, requests: dict[str, Request],
                   messages: dict[str, list[dict[str, Any]]] | None = None,
-                  submit: bool = True) -> dict[str, BatchOutcome]:
+                  submit: bool = True) -> BatchOutcomes:
         """Answers (or reasons) for `requests` (key -> request), all of one model. `messages`:
         the messages to send for a key, where they differ from the request's own (prompt-cache
         marks); the key stays the request's.
@@ -365,11 +444,12 @@ class BatchRunner:
         other requests it holds); the others are split into new batches within the provider's
         limits (requests and bytes per batch). `submit` False (the model is no longer batched):
         stored batches are collected, and nothing is submitted; the requests none holds come
-        back `unsent`, to be asked as ordinary calls."""
+        back `unsent`, to be asked as ordinary calls. The outcomes count the result lines
+        of the batches collected that were of no use (`BatchOutcomes.unusable_lines`)."""
         messages = messages or {}
         api = api_for(model)
         self.check_credentials(model)
-        outcomes = self.store.kept_answers(model, list(requests))
+        outcomes = BatchOutcomes(self.store.kept_answers(model, list(requests)))
         if outcomes:
             log.info("%s: %d requests answered by batches collected before", model,
                      len(outcomes))
@@ -390,6 +470,8 @@ class BatchRunner:
                                                          submit)
                                            for stored, group in groups)):
             outcomes.update(part)
+            if isinstance(part, BatchOutcomes):
+                outcomes.unusable_lines.update(part.unusable_lines)
         return outcomes
 
     def stored_keys(self, model: str, keys: set[str]) -> set[str]:
@@ -598,13 +680,13 @@ class BatchRunner:
 
     async def _results(self, api: BatchAPI, job: BatchJob, batch: ProviderBatch,
                        requests: dict[str, Request], settings: ModelSettings
-                       ) -> dict[str, BatchOutcome]:
+                       ) -> BatchOutcomes:
         status, errors = batch.status, batch.errors
-        outcomes: dict[str, BatchOutcome] = {}
-        results: dict[str, BatchOutcome] = {}
+        outcomes = BatchOutcomes()
+        lines = ResultLines(job, "custom_id")
         if status != "gone":
             try:
-                results = await api.results(job, batch, settings, self._retrying)
+                lines = await api.results(job, batch, settings, self._retrying)
             except Exception as exc:  # noqa: BLE001 - results the provider no longer has
                 if not is_not_found(exc):
                     raise
@@ -614,6 +696,24 @@ class BatchRunner:
                             settings.batch_fallback)
                 status, errors = "gone", f" (its results answered 404: {exc})"
         held = self.store.requests_of(job.job_key)
+        unusable = outcomes.unusable_lines
+        if lines.without_id:
+            unusable["without_id"] += len(lines.without_id)
+            log.warning("[batch %s] %s: %d result lines without a %s ignored (%s)",
+                        job.batch_id, job.model, len(lines.without_id), lines.id_name,
+                        _listed(lines.without_id))
+        if lines.repeated:
+            log.info("[batch %s] %s: %d result lines repeat an earlier line's result; each "
+                     "taken once", job.batch_id, job.model, lines.repeated)
+        results = dict(lines.outcomes)
+        for key in lines.conflicting:
+            results[key] = lines.refused(key)
+            if key in held:
+                unusable["conflicting"] += 1
+                log.warning("[batch %s] %s: request %s: %s; %s", job.batch_id, job.model,
+                            key, results[key].error,
+                            f"it follows batch_fallback ({settings.batch_fallback})"
+                            if key in requests else "nothing is kept for a later run")
         kept: dict[str, RawAnswer] = {}
         for key, outcome in results.items():
             if key in requests:
@@ -621,8 +721,10 @@ class BatchRunner:
             elif key in held and outcome.answer is not None:
                 kept[key] = outcome.answer  # paid for: a later run that asks it takes it
             elif key not in held:
-                log.warning("[batch %s] result for unknown request %r ignored",
-                            job.batch_id, key)
+                unusable["unknown_id"] += 1
+                log.warning("[batch %s] %s: result line(s) for request %r, which the batch "
+                            "does not hold, ignored (%s)", job.batch_id, job.model, key,
+                            ", ".join(lines.where.get(key, [])))
         if kept:
             self.store.save_answers(job, kept)
             log.info("[batch %s] %s: %d answers to requests this run does not ask kept in %s",
@@ -630,13 +732,24 @@ class BatchRunner:
         missing = BatchOutcome(None, f"batch {job.batch_id} of {job.model} ended {status} "
                                      f"without an answer to this request{errors}",
                                job.batch_id)
+        unanswered = sorted(k for k in requests if k not in outcomes)
+        if status == DONE and unanswered:
+            # A completed batch gives every request a line: one without is the provider's
+            # fault, not an ending that explains it.
+            unusable["missing"] += len(unanswered)
+            missing = replace(missing, error=f"batch {job.batch_id} of {job.model} completed "
+                                             "without a result line for this request")
+            log.warning("[batch %s] %s: completed without a result line for %d requests (%s); "
+                        "they follow batch_fallback (%s)", job.batch_id, job.model,
+                        len(unanswered), _listed(unanswered), settings.batch_fallback)
         self.store.save(BatchJob(job.job_key, job.model, job.requests, job.input_file_id,
                                  job.batch_id, status if status in UNFINISHED else "collected",
                                  0.0))
         answered = sum(o.answer is not None for o in outcomes.values())
         log.info("[batch %s] %s: %s, %d of %d requests answered", job.batch_id, job.model,
                  status, answered, len(requests))
-        return {k: outcomes.get(k, missing) for k in requests}
+        outcomes.update({k: missing for k in unanswered})
+        return outcomes
 
     # --- plumbing ------------------------------------------------------------------------
 
@@ -717,17 +830,28 @@ def error_of(job: BatchJob, status: Any, message: str) -> BatchOutcome:
                               f"with an error (status {status}): {message}", job.batch_id)
 
 
-def parse_lines(job: BatchJob, where: str, text: str) -> list[dict[str, Any]]:
+def parse_lines(job: BatchJob, where: str, text: str) -> list[tuple[str, Any]]:
+    """Each line of a result file as read, with where it is ("file F line N")."""
     rows = []
     for line_no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            rows.append((f"{where} line {line_no}", json.loads(line)))
         except json.JSONDecodeError as exc:
             raise ValueError(f"batch {job.batch_id}, {where}, line {line_no}: not JSON "
                              f"({exc})") from exc
     return rows
+
+
+def request_id(row: Any, name: str) -> Any:
+    """A result line's request id (None where the line is no JSON object)."""
+    return row.get(name) if isinstance(row, dict) else None
+
+
+def _listed(items: list[str], most: int = 10) -> str:
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
 
 
 # --- OpenAI ------------------------------------------------------------------------------
@@ -782,8 +906,8 @@ class OpenAIBatchAPI:
             **litellm_connection(settings, "openai")))
 
     async def results(self, job: BatchJob, batch: ProviderBatch, settings: ModelSettings,
-                      retrying: Retrying) -> dict[str, BatchOutcome]:
-        outcomes: dict[str, BatchOutcome] = {}
+                      retrying: Retrying) -> ResultLines:
+        lines = ResultLines(job, "custom_id")
         gone: list[Exception] = []
         for file_id in (getattr(batch.handle, "output_file_id", None),
                         getattr(batch.handle, "error_file_id", None)):
@@ -799,11 +923,12 @@ class OpenAIBatchAPI:
                             type(exc).__name__)
                 gone.append(exc)
                 continue
-            for result in parse_lines(job, f"file {file_id}", text):
-                outcomes[result.get("custom_id")] = _openai_outcome(job, result, settings)
-        if gone and not outcomes:
+            for where, result in parse_lines(job, f"file {file_id}", text):
+                lines.add(request_id(result, "custom_id"),
+                          lambda: _openai_outcome(job, result, settings), where)
+        if gone and not lines and not lines.without_id:
             raise gone[0]  # every result is gone: the batch is
-        return outcomes
+        return lines
 
 
 async def _litellm_file_text(provider: str, file_id: str, settings: ModelSettings) -> str:

@@ -27,8 +27,8 @@ from datetime import datetime
 from typing import Any
 
 from .backends import api_key_to_send
-from .batch import (DONE, BatchJob, BatchOutcome, ProviderBatch, Retrying, answer_of,
-                    error_of, litellm_params, transfer_timeout_s)
+from .batch import (DONE, BatchJob, BatchOutcome, ProviderBatch, ResultLines, Retrying,
+                    answer_of, error_of, litellm_params, request_id, transfer_timeout_s)
 from .request import Request
 from .settings import ModelSettings
 
@@ -73,14 +73,18 @@ class AnthropicBatchAPI:
             return _batch(await client.messages.batches.retrieve(job.batch_id))
 
     async def results(self, job: BatchJob, batch: ProviderBatch, settings: ModelSettings,
-                      retrying: Retrying) -> dict[str, BatchOutcome]:
+                      retrying: Retrying) -> ResultLines:
         async def download() -> list[dict[str, Any]]:
             async with _client(settings, transfer=True) as client:
                 decoder = await client.messages.batches.results(job.batch_id)
                 return [item.to_dict() async for item in decoder]
 
-        return {row["custom_id"]: _outcome(job, row.get("result") or {}, settings)
-                for row in await retrying(settings, "download", download)}
+        lines = ResultLines(job, "custom_id")
+        for line_no, row in enumerate(await retrying(settings, "download", download), start=1):
+            lines.add(request_id(row, "custom_id"),
+                      lambda: _outcome(job, row.get("result") or {}, settings),
+                      f"results line {line_no}")
+        return lines
 
 
 def anthropic_params(request: Request, messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -25,9 +25,9 @@ import json
 from typing import Any
 
 from .backends import api_key_to_send
-from .batch import (UNFINISHED, BatchJob, BatchOutcome, ProviderBatch, Retrying,
+from .batch import (UNFINISHED, BatchJob, BatchOutcome, ProviderBatch, ResultLines, Retrying,
                     _batch_errors, _litellm_file_text, answer_of, error_of, litellm_connection,
-                    litellm_params, parse_lines)
+                    litellm_params, parse_lines, request_id)
 from .litellm_import import import_litellm
 from .request import Request
 from .settings import ModelSettings
@@ -95,14 +95,16 @@ class GeminiBatchAPI:
             **litellm_connection(settings, "gemini")))
 
     async def results(self, job: BatchJob, batch: ProviderBatch, settings: ModelSettings,
-                      retrying: Retrying) -> dict[str, BatchOutcome]:
+                      retrying: Retrying) -> ResultLines:
+        lines = ResultLines(job, "key")
         file_id = getattr(batch.handle, "output_file_id", None)
         if not file_id:
-            return {}
+            return lines
         text = await retrying(settings, "download", lambda: _litellm_file_text(
             "gemini", file_id, settings))
-        return {row.get("key"): _outcome(job, row, settings)
-                for row in parse_lines(job, f"file {file_id}", text)}
+        for where, row in parse_lines(job, f"file {file_id}", text):
+            lines.add(request_id(row, "key"), lambda: _outcome(job, row, settings), where)
+        return lines
 
 
 def gemini_body(request: Request, messages: list[dict[str, Any]]) -> dict[str, Any]:

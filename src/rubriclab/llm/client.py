@@ -447,6 +447,7 @@ class LLMClient:
                 outcomes = await self.batches.run(
                     model, unique, {key: self._messages_for(r, key) for key, r in unique.items()},
                     submit=submit)
+                progress.note_batch_lines(getattr(outcomes, "unusable_lines", {}))
 
                 async def settle(i: int) -> None:
                     async with limits[model]:
@@ -511,29 +512,36 @@ class LLMClient:
         error = redact.redact(outcome.error or (f"batch {outcome.batch_id}: the answer was cut "
                                                 "off at its budget or empty"))
         settings = self.config.settings_for(request.model)
+        # The batch's answers that cannot be used (cut off, empty, or conflicting lines) were
+        # paid for all the same: on the run's bill, and part of what this request cost.
+        unused = ((answer,) if answer is not None else ()) + outcome.spent
+        spent = RawAnswer("", 0, 0, 0.0)
+        for paid in unused:
+            spent = _added(spent, paid)
+            if paid.cost_usd and self.spend is not None:
+                self.spend.add(paid.cost_usd)
         if outcome.running or (batched and settings.batch_fallback == "fail"):
             log.warning("request to %s failed: %s", request.model, error)
-            spent = answer or RawAnswer("", 0, 0, 0.0)
             return Completion(request=request, key=key, outcome="failed",
                               usage=Usage(spent.prompt_tokens, spent.completion_tokens,
                                           spent.cache_read_tokens, spent.cache_write_tokens),
-                              cost_usd=spent.cost_usd, attempts=int(answer is not None),
+                              cost_usd=spent.cost_usd, attempts=len(unused),
                               error=error, batch=True)
-        log.info("%s; asking it as an ordinary call", error)
+        (log.warning if outcome.spent else log.info)("%s; asking it as an ordinary call", error)
         completion = await self._call(request, key)
-        if answer is None:
+        if not unused:
             return completion
-        # What the batch's unusable answer cost is part of what this request cost; it was
-        # the first asking, so every prompt token of the call after it is a repeat's.
+        # What the batch's unusable answers cost is part of what this request cost; the first
+        # was the first asking, so every prompt token after it is a repeat's.
         usage = completion.usage
-        cost = (None if completion.cost_usd is None or answer.cost_usd is None
-                else completion.cost_usd + answer.cost_usd)
-        return replace(completion, attempts=completion.attempts + 1, cost_usd=cost, batch=True,
-                       repeat_prompt_tokens=usage.prompt_tokens,
-                       usage=Usage(usage.prompt_tokens + answer.prompt_tokens,
-                                   usage.completion_tokens + answer.completion_tokens,
-                                   usage.cache_read_tokens + answer.cache_read_tokens,
-                                   usage.cache_write_tokens + answer.cache_write_tokens))
+        return replace(completion, attempts=completion.attempts + len(unused),
+                       cost_usd=_plus_cost(completion.cost_usd, spent.cost_usd), batch=True,
+                       repeat_prompt_tokens=(usage.prompt_tokens + spent.prompt_tokens
+                                             - unused[0].prompt_tokens),
+                       usage=Usage(usage.prompt_tokens + spent.prompt_tokens,
+                                   usage.completion_tokens + spent.completion_tokens,
+                                   usage.cache_read_tokens + spent.cache_read_tokens,
+                                   usage.cache_write_tokens + spent.cache_write_tokens))
 
     def _held_by_stored_batches(self, requests: list[Request], keys: list[str],
                                 misses: list[int]) -> set[str]:

@@ -7,7 +7,8 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,14 @@ logger = logging.getLogger("rubriclab.progress")
 
 # Written by the Snakefile's onstart (rubriclab.llm.progress.write_run_plan); jobs inherit it.
 RUN_PLAN_VARIABLE = "RUBRICLAB_RUN_PLAN"
+
+
+# What a batch's result lines of no use were (rubriclab.llm.batch.UNUSABLE_LINES), as the
+# progress line reports them.
+UNUSABLE_BATCH_LINES = {"conflicting": "with conflicting answers",
+                        "without_id": "without a request id",
+                        "unknown_id": "for a request not in its batch",
+                        "missing": "missing (a request given no line)"}
 
 
 def format_duration(seconds: float) -> str:
@@ -99,7 +108,8 @@ class Progress:
     Rate and time left are computed over uncached requests only: cache hits are instant and
     would make the estimate meaningless. Tokens and dollars count the calls paid in this batch
     (cache hits cost nothing); a call whose price litellm does not know is counted as unpriced,
-    never as $0.
+    never as $0. Batch result lines of no use (`note_batch_lines`) are counted on every line
+    after they are read, the last included.
     """
 
     def __init__(self, label: str, total: int, cache_hits: int, interval_s: float = 5.0,
@@ -112,6 +122,7 @@ class Progress:
         self.tokens = 0
         self.cost_usd = 0.0
         self.unpriced = 0
+        self.unusable_batch_lines: Counter[str] = Counter()
         self.interval_s = interval_s
         self._clock = clock
         self._log = log
@@ -136,6 +147,23 @@ class Progress:
                 self.cost_usd += completion.cost_usd
         self.emit(force=self.done == self.total)
 
+    def note_batch_lines(self, unusable: Mapping[str, int]) -> None:
+        """Result lines of a collected batch that were of no use, by kind
+        (UNUSABLE_BATCH_LINES)."""
+        self.unusable_batch_lines.update({k: n for k, n in unusable.items() if n})
+
+    def batch_lines(self) -> str:
+        """"3 batch result lines unusable: 1 with conflicting answers, ...", or ""."""
+        counts = self.unusable_batch_lines
+        total = sum(counts.values())
+        if not total:
+            return ""
+        kinds = [f"{counts[kind]} {words}" for kind, words in UNUSABLE_BATCH_LINES.items()
+                 if counts[kind]]
+        kinds += [f"{n} {kind}" for kind, n in sorted(counts.items())
+                  if n and kind not in UNUSABLE_BATCH_LINES]
+        return f"{total} batch result line{'s' * (total != 1)} unusable: {', '.join(kinds)}"
+
     def paid(self) -> str:
         text = f"{format_tokens(self.tokens)} tokens, ${self.cost_usd:.4f}"
         if self.unpriced:
@@ -157,6 +185,8 @@ class Progress:
             parts.append(f"done in {format_duration(elapsed)}")
         if self.uncached_done:
             parts.append(self.paid())
+        if self.unusable_batch_lines:
+            parts.append(self.batch_lines())
         if self._run_plan is not None:
             parts.append(self._run_plan.line())
         return " | ".join(parts)
@@ -165,4 +195,7 @@ class Progress:
         now = self._clock()
         if force or now - self._last >= self.interval_s:
             self._last = now
-            self._log.info(self.line())
+            # The last line of a batch with unusable result lines is a warning: the summary a
+            # user reads at the end of a job.
+            final_warning = self.unusable_batch_lines and self.done == self.total
+            self._log.log(logging.WARNING if final_warning else logging.INFO, self.line())
