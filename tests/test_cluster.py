@@ -17,6 +17,8 @@ from rubriclab.plan.dag import built_dag
 from rubriclab.rehearsal.run import PLACEHOLDER_KEYS
 from rubriclab.sizing import API_RUNTIME_MIN, BATCH_COLLECT_MIN, LOCAL_MEM_MB, model_job_size
 
+from .snakemake_run import DRY_RUN_BOUND_S, run_snakemake
+
 REPO = Path(__file__).resolve().parents[1]
 PROFILES = REPO / "profiles"
 PAPER = REPO / "config" / "paper.yaml"
@@ -148,17 +150,15 @@ def test_the_cluster_generic_profile_moves_files_through_storage():
 def test_a_dry_run_through_the_cluster_generic_profile_forms_its_groups(tmp_path):
     """A dry run forms the group jobs as a cluster run would (a local run ignores groups): a
     group that a path of jobs leaves and re-enters is refused here ("depends on itself")."""
-    import subprocess
-
     env = {**os.environ, **{key: "placeholder" for key in PLACEHOLDER_KEYS},
            "RUBRICLAB_CACHE": str(tmp_path / "cache"), "RUBRICLAB_STORE": str(tmp_path / "store"),
            "RUBRICLAB_HOSTS_SPOOL": str(tmp_path / "spool"),
            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     data = str((REPO / ".." / "shared" / "data").resolve())
-    done = subprocess.run(
+    done = run_snakemake(
         [sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
          "-d", str(tmp_path / "run"), "--workflow-profile", str(PROFILES / "cluster-generic"),
          "--configfile", str(PAPER), str(REDUCED), "--config", f"data_mirror={data}"],
-        capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+        env=env, cwd=REPO, bound_s=DRY_RUN_BOUND_S)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "profiles/cluster-generic" in done.stderr  # the profile was read

@@ -132,14 +132,15 @@ def _get(tree, path):
 
 def effective_config(repo, tmp_path, *configfiles):
     """The config a real `snakemake --configfile ...` run validates (rule effective_config)."""
-    import subprocess
     import sys
 
-    result = subprocess.run(
+    from .snakemake_run import run_snakemake
+
+    result = run_snakemake(
         [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-d", str(tmp_path),
          "--cores", "1", "results/effective_config.yaml",
          *(["--configfile", *map(str, configfiles)] if configfiles else [])],
-        capture_output=True, text=True, timeout=300, env={
+        env={
             k: v for k, v in __import__("os").environ.items() if k != "RUBRICLAB_DATA_MIRROR"})
     assert result.returncode == 0, result.stderr[-3000:]
     return load_yaml(tmp_path / "results" / "effective_config.yaml")

@@ -31,6 +31,7 @@ from rubriclab.validate import (cache_dir_problems, check_before_first_job, fetc
 
 from .conftest import SHARED_DATA
 from .llm.openai_stub import ScriptedOpenAIServer
+from .snakemake_run import DRY_RUN_BOUND_S, run_snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,10 +51,10 @@ def dry_run(tmp_path: Path, config: dict, *extra: str) -> subprocess.CompletedPr
     path.write_text(yaml.safe_dump(config))
     env = {k: v for k, v in os.environ.items()
            if k not in ("RUBRICLAB_DATA_MIRROR", "RUBRICLAB_CACHE")}
-    return subprocess.run(
+    return run_snakemake(
         [sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
          "-d", str(tmp_path / "work"), "--configfile", str(path), *extra],
-        capture_output=True, text=True, timeout=300, env=env)
+        env=env, bound_s=DRY_RUN_BOUND_S)
 
 
 # --- a malformed api_base --------------------------------------------------------------------
@@ -230,10 +231,10 @@ def test_a_target_under_the_named_runs_folder_is_made_and_another_runs_is_refuse
            if k not in ("RUBRICLAB_DATA_MIRROR", "RUBRICLAB_CACHE")}
 
     def dry(*extra):
-        return subprocess.run(
+        return run_snakemake(
             [sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
-             "--configfile", str(path), *extra], cwd=tmp_path, capture_output=True,
-            text=True, timeout=300, env=env)
+             "--configfile", str(path), *extra], cwd=tmp_path, env=env,
+            bound_s=DRY_RUN_BOUND_S)
 
     target = "figures/carry/fig2_checklist_length.png"
     made = dry("--config", "run=smoke", "--", f"runs/smoke/{target}")
@@ -384,7 +385,7 @@ def test_read_only_opening_writes_nothing_and_reads_rows_still_in_the_wal(tmp_pa
             "from pathlib import Path\nc = LLMClient(LLMConfig(cache_dir=Path(sys.argv[1])))\n"
             "c.run([Request.chat('fake/hash', [{'role': 'user', 'content': 'q'}])])\n"
             "os._exit(0)\n")
-    subprocess.run([sys.executable, "-c", code, str(folder)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", code, str(folder)], check=True, timeout=600)
     wal = folder / "llm_cache.sqlite-wal"
     assert wal.is_file() and wal.stat().st_size > 0
     before = {p.name: p.read_bytes() for p in folder.rglob("*")
@@ -424,7 +425,7 @@ def test_a_file_that_is_not_a_cache_is_named(tmp_path, capsys):
 
 def make(*args: str, cwd: Path = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(["make", "--no-print-directory", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=60, env={**os.environ, **(env or {})})
+                          text=True, timeout=300, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture

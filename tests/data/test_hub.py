@@ -140,7 +140,7 @@ print(json.dumps(items[["item_id", "label", "source_file", "source_line"]].value
 def load_in_child(source: dict, env: dict) -> subprocess.CompletedProcess:
     """load_items in a fresh interpreter: datasets reads HF_ENDPOINT when it is imported."""
     return subprocess.run([sys.executable, "-c", CHILD, json.dumps(source)], env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture

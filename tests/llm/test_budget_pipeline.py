@@ -15,6 +15,7 @@ from rubriclab.llm.budget import SpendRecord
 from rubriclab.llm.ledger import attempts_path, read_ledgers
 from rubriclab.llm.pricing import price
 
+from ..snakemake_run import run_snakemake
 from .openai_stub import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.pipeline
@@ -25,11 +26,10 @@ TARGET = "results/ledger/verify_judge_labels-summedits.jsonl"
 
 
 def snakemake(workdir: Path, config: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return run_snakemake(
         [sys.executable, "-m", "snakemake", TARGET, "-s", str(REPO / "Snakefile"),
          "-d", str(workdir), "--cores", "1",
          "--configfile", str(REPO / "config" / "config.yaml"), str(config), *extra],
-        capture_output=True, text=True, timeout=600,
         env={**os.environ, "OPENAI_API_KEY": "sk-test-not-a-secret"})
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rubriclab.files import model_slug
+from tests.snakemake_run import DRY_RUN_BOUND_S, run_snakemake
 
 pytestmark = pytest.mark.pipeline
 
@@ -16,12 +17,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 def dry_run(tmp_path: Path, models: str, *targets: str, carry: str | None = None
             ) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return run_snakemake(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
          "-n", "--configfile", str(REPO / "config" / "config.yaml"),
          "--config", f"models={models}", *([f"carry={carry}"] if carry else []), "--",
-         *targets],
-        capture_output=True, text=True, timeout=300)
+         *targets], bound_s=DRY_RUN_BOUND_S)
 
 
 def test_every_reviser_runs_the_papers_chains_and_the_main_one_the_rest(tmp_path):
@@ -63,12 +63,11 @@ def test_the_main_reviser_must_be_among_the_revisers(tmp_path):
 
 def agreement_inputs(tmp_path: Path, carry: str) -> list[str]:
     models = "{'judge': 'fake/hash', 'generator': 'fake/hash', 'reviser': 'fake/hash'}"
-    result = subprocess.run(
+    result = run_snakemake(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
          "-n", "-p", "--configfile", str(REPO / "config" / "config.yaml"),
          "--config", f"models={models}", f"carry={carry}", "--",
-         "figures/carry/table_gate_agreement.md"],
-        capture_output=True, text=True, timeout=300)
+         "figures/carry/table_gate_agreement.md"], bound_s=DRY_RUN_BOUND_S)
     assert result.returncode == 0, result.stderr[-3000:]
     block = result.stdout.split("rule carry_gate_agreement:", 1)[1].split("\n\n", 1)[0]
     inputs = block.split("input:", 1)[1].split("\n", 1)[0]

@@ -3,7 +3,6 @@
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,7 +11,9 @@ import yaml
 
 from rubriclab.files import model_slug
 from rubriclab.report_items import made_by
+from ..shared_runs import SharedRun
 from tests.pipeline.test_workflow import REPO, write_config
+from tests.snakemake_run import run_snakemake
 
 pytestmark = pytest.mark.pipeline
 
@@ -24,13 +25,12 @@ SWAP = "models={'reviser': 'fake/hash?salt=another-reviser'}"
 
 
 def snakemake(launch: Path, config: Path, *extra: str, check: bool = True):
-    result = subprocess.run(
+    result = run_snakemake(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "2",
          "--configfile", str(REPO / "config" / "config.yaml"), str(config), *extra],
-        cwd=launch, capture_output=True, text=True, timeout=600,
-        env={k: v for k, v in os.environ.items() if k != "RUBRICLAB_CACHE"})
+        cwd=launch, env={k: v for k, v in os.environ.items() if k != "RUBRICLAB_CACHE"})
     if check and result.returncode != 0:
-        pytest.fail(f"snakemake failed ({result.returncode}):\n{result.stderr[-4000:]}")
+        pytest.fail(result.failure())
     return result
 
 
@@ -42,8 +42,7 @@ def ledger(run: Path) -> list[dict]:
     return [{**row, "rule": row["rule"].split("[")[0]} for row in rows]
 
 
-@pytest.fixture(scope="module")
-def two_runs(tmp_path_factory):
+def _make_two_named_runs(tmp_path_factory):
     launch = tmp_path_factory.mktemp("launch")
     config = write_config(launch, "fake/hash", n=2)
     settings = yaml.safe_load(config.read_text())
@@ -55,6 +54,22 @@ def two_runs(tmp_path_factory):
                      "--", *TARGETS)
     (launch / "swap.log").write_text(swap.stderr)
     return launch, config
+
+
+@pytest.fixture(scope="module")
+def two_named_runs_attempt(tmp_path_factory) -> SharedRun:
+    """The two named runs, made once; its failure is reported by
+    test_two_named_runs_completes, and the tests that read it are skipped."""
+    return SharedRun.made_by("the two named runs", lambda: _make_two_named_runs(tmp_path_factory))
+
+
+def test_two_named_runs_completes(two_named_runs_attempt):
+    two_named_runs_attempt.completed()
+
+
+@pytest.fixture
+def two_runs(two_named_runs_attempt):
+    return two_named_runs_attempt.read()
 
 
 def test_each_named_run_writes_its_own_folder_and_shares_the_cache(two_runs):

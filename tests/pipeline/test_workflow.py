@@ -3,7 +3,7 @@
 import json
 import os
 import re
-import signal
+import shutil
 import subprocess
 import sys
 import time
@@ -16,6 +16,10 @@ import yaml
 from rubriclab.files import model_slug
 from rubriclab.llm.cache import SQLiteCache
 from rubriclab.llm.fake import call_digest
+
+from ..shared_runs import SharedRun
+from ..snakemake_run import (DRY_RUN_BOUND_S, RUN_BOUND_S, kill_group,
+                             run_snakemake, start)
 
 pytestmark = pytest.mark.pipeline
 
@@ -68,11 +72,16 @@ def snakemake_cmd(workdir: Path, config: Path, *extra: str) -> list[str]:
             *extra]
 
 
-def run(workdir: Path, config: Path, *extra: str, env: dict | None = None, check: bool = True):
-    result = subprocess.run(snakemake_cmd(workdir, config, *extra), capture_output=True,
-                            text=True, env={**os.environ, **(env or {})}, timeout=600)
+def run(workdir: Path, config: Path, *extra: str, env: dict | None = None, check: bool = True,
+        bound_s: float | None = None):
+    """Snakemake on `workdir`; past its bound it is killed with its jobs, the folder unlocked,
+    and the test fails (tests/snakemake_run.py)."""
+    if bound_s is None:
+        bound_s = DRY_RUN_BOUND_S if "-n" in extra else RUN_BOUND_S
+    result = run_snakemake(snakemake_cmd(workdir, config, *extra),
+                           env={**os.environ, **(env or {})}, bound_s=bound_s)
     if check and result.returncode != 0:
-        pytest.fail(f"snakemake failed ({result.returncode}):\n{result.stderr[-4000:]}")
+        pytest.fail(result.failure())
     return result
 
 
@@ -84,11 +93,41 @@ def ledger_rows(workdir: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory):
+def shared_run(tmp_path_factory) -> SharedRun:
+    """The one full run that most tests of this file read. Its failure is reported once, by
+    test_the_shared_run_completes; the tests that read it are skipped (finished_run)."""
     workdir = tmp_path_factory.mktemp("pipeline")
     config = write_config(workdir, "fake/hash")
-    run(workdir, config)
-    return workdir, config
+
+    def make() -> tuple[Path, Path]:
+        result = run(workdir, config, check=False)
+        assert result.returncode == 0, result.failure()
+        return workdir, config
+
+    return SharedRun.made_by(f"the shared run in {workdir}", make)
+
+
+def test_the_shared_run_completes(shared_run):
+    shared_run.completed()
+
+
+@pytest.fixture
+def finished_run(shared_run) -> tuple[Path, Path]:
+    """The shared run's folder and config, to read. A test that reruns or changes the run
+    takes own_copy_of_the_run instead."""
+    return shared_run.read()
+
+
+@pytest.fixture
+def own_copy_of_the_run(finished_run, tmp_path) -> tuple[Path, Path]:
+    """A copy of the shared run (some 45 MB, under a second to copy), its cache included, for a
+    test that reruns or changes it: the other tests read the run as it finished, whatever
+    this one does or leaves behind (a lock, half-deleted outputs). Its config names the copy's
+    cache; that changes only the params of rule effective_config, which the copy reruns."""
+    workdir, _ = finished_run
+    copy = tmp_path / "run"
+    shutil.copytree(workdir, copy, symlinks=True)
+    return copy, write_config(copy, "fake/hash")
 
 
 def test_figure_table_matches_the_verdicts_it_was_computed_from(finished_run):
@@ -156,8 +195,8 @@ def test_manifest_counts_the_prepared_split_and_what_was_left_out(finished_run):
     assert sum(manifest["left_out"].values()) == len(left_out)
 
 
-def test_rerun_after_deleting_outputs_makes_no_model_call(finished_run):
-    workdir, config = finished_run
+def test_rerun_after_deleting_outputs_makes_no_model_call(own_copy_of_the_run):
+    workdir, config = own_copy_of_the_run
     first = ledger_rows(workdir)
     # Stages share requests (verify re-judges carry's items). Every distinct request reached
     # the model once, even when two jobs running at once asked it (the first claims it in the
@@ -189,14 +228,12 @@ def test_swapping_the_judge_reruns_the_judge_and_everything_after_it(finished_ru
     assert "prepare_dataset" not in plan and "fetch_raw" not in plan
 
 
-def test_a_retired_model_stops_the_run_before_its_first_job(finished_run):
-    workdir, config = finished_run
-    result = subprocess.run(
-        snakemake_cmd(workdir, config, "--config",
-                      "models={'judge': 'anthropic/claude-sonnet-4-5-20250929'}",
-                      "carry={'judges': ['anthropic/claude-sonnet-4-5-20250929']}",
-                      "--", "results/carry/fig2/summedits/verdicts.csv"),
-        capture_output=True, text=True, timeout=600)
+def test_a_retired_model_stops_the_run_before_its_first_job(own_copy_of_the_run):
+    workdir, config = own_copy_of_the_run
+    result = run(workdir, config, "--config",
+                 "models={'judge': 'anthropic/claude-sonnet-4-5-20250929'}",
+                 "carry={'judges': ['anthropic/claude-sonnet-4-5-20250929']}",
+                 "--", "results/carry/fig2/summedits/verdicts.csv", check=False)
     assert result.returncode != 0
     # litellm's map retires it 2026-11-30
     assert ("model 'anthropic/claude-sonnet-4-5-20250929' (models.judge) retired on 2026-11-30 "
@@ -204,15 +241,14 @@ def test_a_retired_model_stops_the_run_before_its_first_job(finished_run):
     assert "localrule carry_fig2_judge" not in result.stdout + result.stderr  # no job started
 
 
-def test_missing_api_key_stops_the_run_before_its_first_job(finished_run):
-    workdir, config = finished_run
+def test_missing_api_key_stops_the_run_before_its_first_job(own_copy_of_the_run):
+    workdir, config = own_copy_of_the_run
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    result = subprocess.run(
+    result = run_snakemake(
         snakemake_cmd(workdir, config, "--config",
                       "models={'judge': 'anthropic/claude-sonnet-4-6'}",
                       "carry={'judges': ['anthropic/claude-sonnet-4-6']}",
-                      "--", "results/carry/fig2/summedits/verdicts.csv"),
-        capture_output=True, text=True, env=env, timeout=600)
+                      "--", "results/carry/fig2/summedits/verdicts.csv"), env=env)
     assert result.returncode != 0
     assert ("model 'anthropic/claude-sonnet-4-6' (models.judge) needs ANTHROPIC_API_KEY "
             "in the environment, and the cache holds no answer of it") in result.stderr
@@ -222,22 +258,21 @@ def test_missing_api_key_stops_the_run_before_its_first_job(finished_run):
 
 
 def test_paper_config_plans_without_calling_any_model(tmp_path):
-    result = subprocess.run(
+    result = run_snakemake(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
          "-n", "--configfile", str(REPO / "config" / "paper.yaml")],
-        capture_output=True, text=True, timeout=300,
-        env={k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")})
+        env={k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
+        bound_s=DRY_RUN_BOUND_S)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "carry_fig2_judge" in result.stdout and "This was a dry-run" in result.stdout
     assert not (tmp_path / "results").exists() and not (tmp_path / ".cache").exists()
 
 
 def test_a_config_that_breaks_the_schema_fails_naming_the_key(tmp_path):
-    result = subprocess.run(
+    result = run_snakemake(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path),
          "-n", "--configfile", str(REPO / "config" / "config.yaml"),
-         "--config", "carry={'fig2': {'runs': 'two'}}"],
-        capture_output=True, text=True, timeout=300)
+         "--config", "carry={'fig2': {'runs': 'two'}}"], bound_s=DRY_RUN_BOUND_S)
     assert result.returncode != 0
     assert "config key 'carry.fig2.runs'" in result.stderr + result.stdout
 
@@ -253,18 +288,19 @@ def test_sigkill_mid_judging_loses_no_finished_call(tmp_path):
     calls = tmp_path / "calls.log"
     config = write_config(killed, judge, n=4)
     env = {**os.environ, "RUBRICLAB_FAKE_CALL_LOG": str(calls)}
-    proc = subprocess.Popen(snakemake_cmd(killed, config, "--", fig2), env=env,
-                            start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if calls.exists() and len(calls.read_text().split()) >= 40:
-            break
-        if proc.poll() is not None:
-            pytest.fail("the run ended before it could be interrupted")
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    proc = start(snakemake_cmd(killed, config, "--", fig2), env=env,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + RUN_BOUND_S  # a bound on the event: 40 calls made
+        while time.monotonic() < deadline:
+            if calls.exists() and len(calls.read_text().split()) >= 40:
+                break
+            if proc.poll() is not None:
+                pytest.fail("the run ended before it could be interrupted")
+            time.sleep(0.05)
+    finally:
+        kill_group(proc)  # snakemake and every job it started, at once
+        proc.wait()
 
     with SQLiteCache(killed / "cache" / "llm_cache.sqlite") as cache:
         stored = {
@@ -540,10 +576,9 @@ def test_the_verdict_browser_of_the_run_loads_in_headless_chromium(finished_run)
     assert screenshot.read_bytes()[:4] == b"\x89PNG", f"screenshot at {screenshot}"
 
 
-def test_swapping_the_reviser_reruns_only_revisions_gates_and_figures(finished_run):
-    """Runs last: it changes the finished run. The judge is asked only about new check texts."""
-    workdir, config = finished_run
-    run(workdir, config)  # bring back what earlier tests changed (the missing-key test's judge)
+def test_swapping_the_reviser_reruns_only_revisions_gates_and_figures(own_copy_of_the_run):
+    """The judge is asked only about new check texts."""
+    workdir, config = own_copy_of_the_run
     swap = ("--config", "models={'reviser': 'fake/hash?salt=another-reviser'}")
     plan = planned_rules(run(workdir, config, "-n", *swap).stdout)
     assert {"carry_chain", "carry_judge", "carry_analyse", "carry_figure", "carry_table"} <= plan
