@@ -13,6 +13,7 @@ import yaml
 from rubriclab.rehearsal.run import PLACEHOLDER_KEYS, RehearsalFailed, expected_sizes, rehearse
 from rubriclab.rehearsal.server import FaultMix
 from ..shared_runs import SharedRun
+from ..snakemake_run import RUN_BOUND_S
 
 pytestmark = pytest.mark.pipeline
 
@@ -34,7 +35,7 @@ def _make_rehearsal(tmp_path_factory):
                       opening=("hang", "rate_limited", "server_error"))
     report = rehearse([PAPER, REDUCED], workdir, cores=2,
                       data_mirror=str((REPO / ".." / "shared" / "data").resolve()),
-                      expect_paper=False, faults=faults)
+                      expect_paper=False, faults=faults, bound_s=RUN_BOUND_S)
     return workdir, report
 
 
@@ -198,3 +199,16 @@ def test_the_bill_holds_to_the_plan_made_before_the_run(rehearsed):
     # the cost report puts the same plan beside the bill
     cost_report = (workdir / "figures" / "cost_report.md").read_text()
     assert "## The bill against the plan" in cost_report and "made by `rubriclab plan`" in cost_report
+
+
+def test_a_rehearsal_past_its_bound_is_stopped_with_its_jobs(tmp_path):
+    import psutil
+
+    workdir = tmp_path / "run"
+    with pytest.raises(RehearsalFailed, match=r"ran past its bound of 1 s and was stopped"):
+        rehearse([PAPER, REDUCED], workdir, cores=1,
+                 data_mirror=str((REPO / ".." / "shared" / "data").resolve()),
+                 expect_paper=False, faults=FaultMix.none(), bound_s=1)
+    left = [p for p in psutil.process_iter(["cmdline"])
+            if any(str(workdir) in part for part in p.info["cmdline"] or ())]
+    assert left == []

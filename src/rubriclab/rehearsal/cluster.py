@@ -37,7 +37,7 @@ import yaml
 
 from .run import (PLACEHOLDER_KEYS, REPO, THINKING_BY_DEFAULT, RehearsalFailed, expected_sizes,
                   ledger_summary, measured_sizes, merged_config, overlay, serve_models_of,
-                  snakemake_command)
+                  snakemake_command, stop_group)
 from .server import FaultMix, ReasoningModel, RehearsalServer
 
 PROFILE = REPO / "profiles" / "cluster-generic"
@@ -94,7 +94,7 @@ def _finish(process: subprocess.Popen, log: Path, what: str, timeout_s: float) -
     try:
         code = process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGTERM)
+        stop_group(process)
         raise RehearsalFailed(f"{what}: still running after {timeout_s:.0f} s; see {log}")
     if code != 0:
         raise RehearsalFailed(f"{what}: snakemake exited {code}; the end of {log}:\n"

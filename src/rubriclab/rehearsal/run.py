@@ -14,7 +14,7 @@ import argparse
 import dataclasses
 import json
 import os
-import re
+import signal
 import subprocess
 import sys
 import time
@@ -216,9 +216,28 @@ def ledger_summary(workdir: Path) -> dict[str, Any]:
 
 # --- the whole rehearsal --------------------------------------------------------------------
 
+def stop_group(process: subprocess.Popen, grace_s: float = 60.0) -> None:
+    """Stop a process started in a session of its own, with every job it started: SIGTERM
+    first (its model jobs store their calls in flight), SIGKILL after `grace_s`."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 60.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def rehearse(configfiles: list[Path], workdir: Path, *, cores: int, data_mirror: str,
              expect_paper: bool, faults: FaultMix, seed: int = 0,
-             snakemake_args: list[str] | None = None) -> dict[str, Any]:
+             snakemake_args: list[str] | None = None,
+             bound_s: float | None = None) -> dict[str, Any]:
+    """Rehearse the run of `configfiles` in `workdir` against the rehearsal server. `bound_s`:
+    the longest its snakemake may run (None: no bound); past it, snakemake and its jobs are
+    stopped as a group and RehearsalFailed says so."""
     workdir.mkdir(parents=True, exist_ok=True)
     config = merged_config(configfiles)
     reasoning = {name: ReasoningModel() for name in THINKING_BY_DEFAULT}
@@ -239,15 +258,24 @@ def rehearse(configfiles: list[Path], workdir: Path, *, cores: int, data_mirror:
                                     snakemake_args or [])
         started = time.monotonic()
         with open(workdir / "rehearsal_snakemake.log", "w", encoding="utf-8") as log:
-            result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    cwd=REPO)
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                       cwd=REPO, start_new_session=True)
+            try:
+                returncode = process.wait(timeout=bound_s)
+            except subprocess.TimeoutExpired:
+                returncode = None
+            finally:
+                if process.poll() is None:  # past its bound, or this process interrupted
+                    stop_group(process)
         wall_s = time.monotonic() - started
         stats = server.stats_dict()
-    report: dict[str, Any] = {"wall_s": round(wall_s, 1), "returncode": result.returncode,
+    report: dict[str, Any] = {"wall_s": round(wall_s, 1), "returncode": returncode,
                               "server": stats, "command": command, "plan_s": round(plan_s, 1)}
-    if result.returncode != 0:
+    if returncode != 0:
         tail = (workdir / "rehearsal_snakemake.log").read_text()[-3000:]
-        raise RehearsalFailed(f"snakemake exited {result.returncode} after {wall_s:.0f} s; "
+        how = (f"ran past its bound of {bound_s:g} s and was stopped with its jobs"
+               if returncode is None else f"exited {returncode}")
+        raise RehearsalFailed(f"snakemake {how} after {wall_s:.0f} s; "
                               f"the end of {workdir / 'rehearsal_snakemake.log'}:\n{tail}")
     effective = yaml.safe_load((workdir / "results" / "effective_config.yaml").read_text())
     report["expected"] = expected_sizes(effective)
