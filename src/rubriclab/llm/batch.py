@@ -284,14 +284,10 @@ class BatchOutcome:
     spent: tuple[RawAnswer, ...] = ()
 
 
-# Result lines of a batch that answer no request of it, and requests a completed batch gave
-# no line, by kind (what `Progress` reports at the end of a job).
-UNUSABLE_LINES = ("conflicting", "without_id", "unknown_id", "missing")
-
-
 class BatchOutcomes(dict[str, BatchOutcome]):
     """`BatchRunner.run`'s outcomes by request key, with `unusable_lines`: how many result
-    lines of its batches were of no use, by kind (UNUSABLE_LINES): requests answered more than
+    lines of its batches were of no use, by kind (`rubriclab.llm.progress.UNUSABLE_BATCH_LINES`,
+    which `Progress` reports at the end of a job): requests answered more than
     once with different answers, lines without a request id, lines whose id the batch did not
     hold, and requests a completed batch gave no line."""
 

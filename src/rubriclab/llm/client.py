@@ -447,7 +447,7 @@ class LLMClient:
                 outcomes = await self.batches.run(
                     model, unique, {key: self._messages_for(r, key) for key, r in unique.items()},
                     submit=submit)
-                progress.note_batch_lines(getattr(outcomes, "unusable_lines", {}))
+                progress.note_batch_lines(outcomes.unusable_lines)
 
                 async def settle(i: int) -> None:
                     async with limits[model]:
@@ -901,7 +901,7 @@ class LLMClient:
                     completion_tokens += cut.completion_tokens
                     cache_read += cut.cache_read_tokens
                     cache_write += cut.cache_write_tokens
-                    cost = None if cost is None or cut.cost_usd is None else cost + cut.cost_usd
+                    cost = _plus_cost(cost, cut.cost_usd)
                     if doublings < settings.budget_doublings:
                         doublings += 1
                         sent = replace(sent, max_tokens=sent.max_tokens * 2,
@@ -939,7 +939,7 @@ class LLMClient:
             completion_tokens += raw.completion_tokens
             cache_read += raw.cache_read_tokens
             cache_write += raw.cache_write_tokens
-            cost = None if cost is None or raw.cost_usd is None else cost + raw.cost_usd
+            cost = _plus_cost(cost, raw.cost_usd)
             try:
                 parsed = fmt.parse(text)
             except UnparseableAnswer as exc:

@@ -18,8 +18,9 @@ logger = logging.getLogger("rubriclab.progress")
 RUN_PLAN_VARIABLE = "RUBRICLAB_RUN_PLAN"
 
 
-# What a batch's result lines of no use were (rubriclab.llm.batch.UNUSABLE_LINES), as the
-# progress line reports them.
+# The kinds of a batch's result lines of no use (rubriclab.llm.batch.BatchOutcomes), as the
+# progress line reports them: requests answered by conflicting lines, lines without a request
+# id or with one the batch did not hold, and requests a completed batch gave no line.
 UNUSABLE_BATCH_LINES = {"conflicting": "with conflicting answers",
                         "without_id": "without a request id",
                         "unknown_id": "for a request not in its batch",
