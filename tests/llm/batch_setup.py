@@ -9,7 +9,7 @@ import time
 import pytest
 
 from rubriclab.llm import LLMConfig, ModelSettings, Request
-from rubriclab.llm.batch import BatchStore
+from rubriclab.llm.batch_store import BatchStore
 from rubriclab.rehearsal.server import FaultMix, RehearsalServer
 
 MODELS = {"openai": "openai/gpt-4o-mini-2024-07-18", "gemini": "gemini/gemini-2.5-flash",

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from rubriclab.llm import LLMConfig
-from rubriclab.llm.cache import SQLiteCache, open_cache
+from rubriclab.llm.cache import SQLiteCache
+from rubriclab.llm.storage import open_cache
 
 from . import postgres_server
 

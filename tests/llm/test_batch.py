@@ -13,7 +13,8 @@ import pytest
 
 from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelCallsFailed, ModelSettings, Request
 from rubriclab.llm.client import UnusableAnswers
-from rubriclab.llm.batch import BatchNotSupported, BatchStore
+from rubriclab.llm.batch_store import BatchStore
+from rubriclab.llm.settings import BatchNotSupported
 from rubriclab.llm.pricing import price
 from rubriclab.rehearsal.server import FaultMix, RehearsalServer
 
@@ -102,6 +103,7 @@ def _run_in_subprocess(tmp_path, server):
                             stderr=subprocess.STDOUT)
 
 
+@pytest.mark.long
 def test_a_job_killed_after_submitting_collects_the_same_batch_when_restarted(tmp_path, server):
     server.batches.hold = True  # the batch stays in progress while the first job polls it
     job = _run_in_subprocess(tmp_path, server)
@@ -317,7 +319,7 @@ def test_a_batch_the_provider_no_longer_knows_falls_back_instead_of_blocking(tmp
 
 def test_requests_past_a_batch_limit_are_split_and_a_rerun_collects_the_parts(
         tmp_path, server, monkeypatch):
-    from rubriclab.llm.batch import OpenAIBatchAPI
+    from rubriclab.llm.batch_openai import OpenAIBatchAPI
 
     monkeypatch.setattr(OpenAIBatchAPI, "MAX_REQUESTS", 3)
     server.batches.hold = True

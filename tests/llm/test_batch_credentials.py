@@ -8,7 +8,8 @@ import pytest
 
 from rubriclab.llm import Ledger, LLMClient
 from rubriclab.llm.backends import PLACEHOLDER_API_KEY, MissingAPIKey
-from rubriclab.llm.batch import BatchRunner, BatchStore
+from rubriclab.llm.batch import BatchRunner
+from rubriclab.llm.batch_store import BatchStore
 
 from .batch_setup import env_keys, provider, server  # noqa: F401  (fixtures)
 from .batch_setup import KEY_VARIABLES, MODELS, SENTINEL, config, paid, questions

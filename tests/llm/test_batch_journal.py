@@ -12,7 +12,8 @@ import textwrap
 import pytest
 
 from rubriclab.llm import Ledger, LLMClient
-from rubriclab.llm.cache import DiskSpaceLow, SQLiteCache
+from rubriclab.llm.cache import SQLiteCache
+from rubriclab.llm.cache_records import DiskSpaceLow
 from rubriclab.llm.journal import journal_dir, read_records
 from rubriclab.llm.ledger import (PAID_UNKNOWN, attempts_path, calls_per_distinct_request,
                                   read_earlier_attempts, read_ledgers, summarize)
@@ -58,6 +59,7 @@ def _killed_job(cache_dir, ledger_path, url, provider, numbers):
                             stderr=subprocess.STDOUT)
 
 
+@pytest.mark.long
 def test_the_requests_of_a_batch_a_killed_job_paid_for_are_on_its_bill(tmp_path, server):
     provider = "openai"
     cache_dir = tmp_path / "cache"
@@ -99,6 +101,7 @@ def _killed_while_its_batch_runs(tmp_path, server, provider, n):
     return cache_dir, ledger_path, api
 
 
+@pytest.mark.long
 def test_a_killed_jobs_batch_collected_by_the_rerun_is_one_call_on_the_bill(tmp_path, server):
     """The killed job's five requests are on the bill as paid-unknown until the rerun reads
     their answers from that same batch: then they are five calls at the batch's cost, not five
@@ -121,6 +124,7 @@ def test_a_killed_jobs_batch_collected_by_the_rerun_is_one_call_on_the_bill(tmp_
     assert calls_per_distinct_request(ledger, attempts) == (5, 5)
 
 
+@pytest.mark.long
 def test_a_killed_jobs_batch_that_is_gone_stays_on_the_bill_beside_the_calls_after_it(
         tmp_path, server):
     """Where the rerun cannot read the killed job's batch (the provider no longer knows it) and

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelCallsFailed, ModelSettings, Request
-from rubriclab.llm.batch import BatchStore
+from rubriclab.llm.batch_store import BatchStore
 from rubriclab.llm.pricing import price
 from rubriclab.rehearsal.server import FaultMix, RehearsalServer
 
@@ -157,6 +157,7 @@ def _job(tmp_path, url, provider):
                             stderr=subprocess.STDOUT)
 
 
+@pytest.mark.long
 def test_a_job_killed_after_submitting_collects_the_same_batch_when_restarted(tmp_path, server,
                                                                              provider):
     api = api_of(server, provider)

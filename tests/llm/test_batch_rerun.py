@@ -10,10 +10,13 @@ import textwrap
 import pytest
 
 from rubriclab.llm import Ledger, LLMClient
-from rubriclab.llm.cache import make_answer
+from rubriclab.llm.cache_records import make_answer
 
 from .batch_setup import env_keys, server  # noqa: F401  (fixtures)
 from .batch_setup import MODELS, config, kill_while_it_polls, paid, questions, stored_jobs
+
+# Jobs killed while they poll: the long lane (make test-long).
+pytestmark = pytest.mark.long
 
 
 def _job(cache_dir, url, provider, numbers):
@@ -147,7 +150,7 @@ def test_a_rerun_with_batch_turned_off_is_served_the_kept_answers(tmp_path, serv
 
 
 def _kept(cache_dir):
-    from rubriclab.llm.batch import BatchStore
+    from rubriclab.llm.batch_store import BatchStore
 
     store = BatchStore(cache_dir / BatchStore.FILE_NAME)
     try:

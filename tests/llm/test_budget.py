@@ -151,7 +151,7 @@ def test_a_budget_given_on_the_command_line_reaches_the_model_layer(repo, schema
     from snakemake.utils import update_config
 
     from rubriclab.config import load_yaml, validate_config
-    from rubriclab.validate import coerce_command_line
+    from rubriclab.config_schema import coerce_command_line
 
     command_line = parse_config(["llm={budget_usd: 5}"])
     config = load_yaml(repo / "config" / "paper.yaml")

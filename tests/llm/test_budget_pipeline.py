@@ -18,7 +18,7 @@ from rubriclab.llm.pricing import price
 from ..snakemake_run import run_snakemake
 from .openai_stub import ScriptedOpenAIServer
 
-pytestmark = pytest.mark.pipeline
+pytestmark = [pytest.mark.pipeline, pytest.mark.long]
 
 REPO = Path(__file__).resolve().parents[2]
 JUDGE = "openai/gpt-4o-mini"  # priced by litellm's map; answered by the loopback server

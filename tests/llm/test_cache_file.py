@@ -9,7 +9,7 @@ import pytest
 from rubriclab import __version__
 from rubriclab.cli import main
 from rubriclab.llm import LLMClient, ModelSettings, Request
-from rubriclab.llm.cache import make_answer
+from rubriclab.llm.cache_records import make_answer
 from rubriclab.llm.request import CACHE_KEY_VERSION
 
 from .openai_stub import ScriptedOpenAIServer
@@ -86,7 +86,7 @@ def test_a_tampered_answer_is_refused_with_its_line(tmp_path, backend, exported)
 
 
 def test_a_key_that_does_not_match_its_request_is_refused(tmp_path, backend, exported):
-    from rubriclab.llm.cache import _row_sha256
+    from rubriclab.llm.cache_export import _row_sha256
 
     header, *rows = read_lines(exported)
     rows[5]["request"]["messages"][0]["content"] = "another question"

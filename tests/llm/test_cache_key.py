@@ -107,7 +107,7 @@ def test_settings_that_cannot_change_an_answer_stay_out_of_the_key(tmp_path, mon
 
 
 def test_cache_refuses_empty_answers(tmp_path):
-    from rubriclab.llm.cache import make_answer
+    from rubriclab.llm.cache_records import make_answer
 
     with SQLiteCache(tmp_path / "c.sqlite") as cache:
         with pytest.raises(ValueError, match="empty"):
@@ -148,7 +148,7 @@ def test_numbers_of_the_wrong_type_are_refused(field, value):
 def test_an_entry_keyed_with_an_integer_temperature_is_found_and_migrated(tmp_path, monkeypatch):
     """Before numbers were normalised, temperature 0 keyed apart from 0.0: such an entry means
     the same request, so it is served (and stored under the canonical key), not paid again."""
-    from rubriclab.llm.cache import make_answer
+    from rubriclab.llm.cache_records import make_answer
     from rubriclab.llm.request import _key
 
     log_path = tmp_path / "calls.log"
@@ -169,7 +169,7 @@ def test_an_entry_keyed_with_an_integer_temperature_is_found_and_migrated(tmp_pa
 def test_a_read_only_lookup_finds_an_entry_under_its_older_key_and_writes_nothing(tmp_path):
     """What the plan asks: an answer stored under a pre-normalisation key counts as cached,
     and looking does not migrate it."""
-    from rubriclab.llm.cache import make_answer
+    from rubriclab.llm.cache_records import make_answer
     from rubriclab.llm.request import _key
 
     with LLMClient(LLMConfig(cache_dir=tmp_path)) as client:

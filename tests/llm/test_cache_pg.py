@@ -16,9 +16,12 @@ psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL backend needs ps
 
 from rubriclab.cli import main
 from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelSettings, Request
-from rubriclab.llm.batch import BatchJob, BatchStore
+from rubriclab.llm.batch_records import BatchJob
+from rubriclab.llm.batch_store import BatchStore
 from rubriclab.llm.backends import RawAnswer
-from rubriclab.llm.cache import CacheUnavailable, SQLiteCache, make_answer, open_cache
+from rubriclab.llm.cache import SQLiteCache
+from rubriclab.llm.cache_records import CacheUnavailable, make_answer
+from rubriclab.llm.storage import open_cache
 from rubriclab.llm.cache_pg import PostgresCache
 from rubriclab.llm.settings import DEFAULT_CACHE_DIR
 

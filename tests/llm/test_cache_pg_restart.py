@@ -15,10 +15,10 @@ import pytest
 psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL backend needs psycopg")
 
 from rubriclab.llm import LLMClient, LLMConfig, ModelSettings, Request
-from rubriclab.llm import cache_pg
-from rubriclab.llm.cache import CacheUnavailable, make_answer
-from rubriclab.llm.cache_pg import (CacheUnreachable, Connection, Outage, PostgresCache,
-                                    server_name)
+from rubriclab.llm import cache_pg, pg_connection
+from rubriclab.llm.cache_pg import PostgresCache
+from rubriclab.llm.cache_records import CacheUnavailable, CacheUnreachable, make_answer
+from rubriclab.llm.pg_connection import Connection, Outage, server_name
 from rubriclab.llm.ledger import Ledger, database_ledger_rows
 
 from . import postgres_server
@@ -111,6 +111,7 @@ def settings(stub, concurrency):
 
 # --- a job across a restart -----------------------------------------------------------------
 
+@pytest.mark.long
 def test_a_job_goes_on_across_a_ten_second_restart_and_pays_each_request_once(server, tmp_path):
     requests = [ask(f"question {i}?") for i in range(40)]
     outage = ServerOutage(server, at=10, down_s=10)
@@ -266,7 +267,7 @@ def fake_connection(monkeypatch, connects, window_s=10.0):
             raise failed("cannot reach the cache database: connection refused")
         return db
 
-    monkeypatch.setattr(cache_pg, "connect", connect)
+    monkeypatch.setattr(pg_connection, "connect", connect)
     conn = Connection(URL, window_s, sleep=clock.sleep, clock=clock, connect_now=False)
     return conn, clock, made
 

@@ -8,7 +8,8 @@ import sys
 import time
 
 from rubriclab.llm import LLMClient, LLMConfig, ModelSettings, Request
-from rubriclab.llm.cache import SQLiteCache, make_answer
+from rubriclab.llm.cache import SQLiteCache
+from rubriclab.llm.cache_records import make_answer
 
 from .openai_stub import ScriptedOpenAIServer
 

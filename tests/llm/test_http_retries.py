@@ -9,7 +9,7 @@ from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelCallsFailed, ModelS
 from rubriclab.llm import backends
 from rubriclab.llm.client import UnusableAnswers
 from rubriclab.llm.backends import PLACEHOLDER_API_KEY, MissingAPIKey
-from rubriclab.llm.cache import make_answer
+from rubriclab.llm.cache_records import make_answer
 
 from .openai_stub import ScriptedOpenAIServer
 

@@ -11,8 +11,8 @@ import pytest
 
 from rubriclab.cli import main
 from rubriclab.llm import LLMClient, Request
-from rubriclab.llm import cache as cache_module
-from rubriclab.llm.cache import _row_sha256
+from rubriclab.llm import answer_store as cache_module
+from rubriclab.llm.cache_export import _row_sha256
 
 
 def ask(text):

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from rubriclab.llm import LLMClient, LLMConfig, ModelSettings, Request
-from rubriclab.llm.cache import DiskSpaceLow, SQLiteCache
+from rubriclab.llm.cache_records import DiskSpaceLow
 from rubriclab.llm.journal import journal_dir, read_records
 from rubriclab.llm.ledger import (Ledger, attempts_path, calls_per_distinct_request,
                                   read_ledgers, summarize)
@@ -91,7 +91,7 @@ def test_a_write_lock_held_past_the_busy_timeout_loses_no_paid_answer(tmp_path, 
 
 
 def test_an_answer_the_locked_database_refused_is_stored_at_the_next_write(tmp_path, backend):
-    from rubriclab.llm.cache import make_answer
+    from rubriclab.llm.cache_records import make_answer
 
     with backend.open(tmp_path, busy_timeout_s=0.1) as store:
         with backend.write_lock(tmp_path):
@@ -212,6 +212,7 @@ def run_until(args, ready, env=None):
         job.stderr.close()
 
 
+@pytest.mark.long
 def test_a_killed_process_calls_in_flight_are_billed_as_paid_unknown(tmp_path, backend):
     cache_dir = tmp_path / "cache"
     ledger_path = tmp_path / "ledger" / "judge.jsonl"
@@ -250,7 +251,8 @@ def test_a_killed_process_calls_in_flight_are_billed_as_paid_unknown(tmp_path, b
 KILLED_AFTER_PUT = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from rubriclab.llm.cache import SQLiteCache, make_answer
+    from rubriclab.llm.cache import SQLiteCache
+    from rubriclab.llm.cache_records import make_answer
     from rubriclab.llm.cache_pg import PostgresCache
     from rubriclab.llm.request import Request
 
@@ -292,7 +294,7 @@ def test_a_long_journal_moves_what_is_outstanding_to_a_new_file(tmp_path, monkey
     """Past COMPACT_BYTES the journal starts a new file with the answers not yet stored (and
     requests not yet closed): nothing outstanding is left behind, nothing stored is carried."""
     from rubriclab.llm import journal
-    from rubriclab.llm.cache import make_answer
+    from rubriclab.llm.cache_records import make_answer
 
     monkeypatch.setattr(journal, "COMPACT_BYTES", 8 << 10)
     monkeypatch.setattr(journal, "RESERVE_BYTES", 16 << 10)

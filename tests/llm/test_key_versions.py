@@ -6,7 +6,7 @@ import json
 import sqlite3
 
 from rubriclab.llm import LLMClient, ModelSettings, Request
-from rubriclab.llm.cache import CachedAnswer, make_answer
+from rubriclab.llm.cache_records import CachedAnswer, make_answer
 from rubriclab.llm.request import CACHE_KEY_VERSION
 
 from .openai_stub import ScriptedOpenAIServer

@@ -460,7 +460,8 @@ def test_the_checks_before_the_first_job_refuse_a_model_the_preflight_refuses(
 
 
 def cache_answer_of(tmp_path, model: str) -> None:
-    from rubriclab.llm.cache import SQLiteCache, make_answer
+    from rubriclab.llm.cache import SQLiteCache
+    from rubriclab.llm.cache_records import make_answer
     from rubriclab.llm.request import Message, Request
 
     (tmp_path / "cache").mkdir(exist_ok=True)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelCallsFailed, ModelSettings, Request
-from rubriclab.llm.cache import SQLiteCache, make_answer
+from rubriclab.llm.cache import SQLiteCache
+from rubriclab.llm.cache_records import make_answer
 from rubriclab.llm.client import SecretInError
 from rubriclab.llm.redact import REDACTED, RedactingFilter, redact, strip_userinfo
 from rubriclab.llm.request import cache_key
@@ -148,6 +149,9 @@ def test_an_error_raised_through_the_client_is_raised_again_without_the_key(tmp_
 
         def put(self, answer):
             raise AssertionError("never reached")
+
+        def close(self):
+            pass
 
     cfg = LLMConfig(cache_dir=tmp_path / "cache", defaults=ModelSettings(backoff_s=0.0))
     with LLMClient(cfg, cache=BrokenCache()) as client:

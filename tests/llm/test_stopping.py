@@ -131,6 +131,7 @@ def test_a_second_ctrl_c_ends_the_calls_in_flight_at_once(tmp_path):
     assert len(server.requests) == 3
 
 
+@pytest.mark.long
 def test_a_supervisors_sigterm_after_ctrl_c_does_not_cut_the_grace_short(tmp_path):
     behaviour = SlowYes(answer_s=1.0)
     with LoopbackServer(behaviour) as server, client(tmp_path, server.api_base) as llm:

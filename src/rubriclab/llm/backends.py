@@ -1,4 +1,5 @@
-"""Where a request is answered: `fake/...` in-process; everything else through litellm.
+"""Where a request is answered: `fake/...` in-process; everything else through litellm (which
+family a model string is of, and what follows, is rubriclab.llm.providers').
 
 `local/...` models are served by llama-cpp-python registered as a litellm custom provider, so
 that local and remote models share one code path. litellm is imported lazily (it takes seconds).
@@ -24,6 +25,7 @@ from .fake import fake_answer, fake_fingerprint
 from .formats import get_format
 from .litellm_import import import_litellm
 from .pricing import price
+from .providers import provider_for
 from .request import Request
 from .settings import LLMConfig, ModelSettings
 
@@ -239,7 +241,8 @@ def endpoint_key_problem(model: str, settings: ModelSettings, where: str) -> str
     provider's own API, so the provider's key in the environment is never sent there, and it
     names neither `api_key_env` nor `placeholder_api_key`. None where nothing is to say."""
     provider = model.partition("/")[0]
-    if (provider in ("fake", "local") or settings.placeholder_api_key or settings.api_key_env
+    if (not provider_for(model).remote or settings.placeholder_api_key
+            or settings.api_key_env
             or is_providers_endpoint(provider, settings.api_base)):
         return None
     shown = endpoint_identity(settings.api_base or "")
@@ -392,9 +395,10 @@ class Backends:
         if model not in self._fingerprints:
             settings = self.config.settings_for(model)
             declared = settings.fingerprint
-            if model.startswith("fake/"):
+            family = provider_for(model)
+            if family.scripted:
                 value = fake_fingerprint(model)
-            elif model.startswith("local/"):
+            elif family.embedded:
                 from .embedded import resolve_local_model
 
                 value = "gguf-sha256:" + resolve_local_model(model, self.config.models_dir).sha256
@@ -410,7 +414,7 @@ class Backends:
         `fingerprint`: version 1's for a remote model at an `api_base` with none declared
         (no endpoint: it did not yet key one)."""
         settings = self.config.settings_for(model)
-        if (model.startswith(("fake/", "local/")) or settings.fingerprint
+        if (not provider_for(model).remote or settings.fingerprint
                 or not settings.api_base):
             return []
         return [""]
@@ -421,7 +425,7 @@ class Backends:
         the current key)."""
         settings = self.config.settings_for(model)
         if (settings.fingerprint or not settings.api_base or "@" not in settings.api_base
-                or model.startswith(("fake/", "local/"))):
+                or not provider_for(model).remote):
             return []
         earlier = "|endpoint=" + endpoint_identity(settings.api_base, keep_userinfo=True)
         return [earlier] if earlier != self.fingerprint(model) else []
@@ -434,7 +438,7 @@ class Backends:
         nor for an api_base that is not the provider's (it gets the placeholder, never the
         environment's key). The one credential rule: the check before the first job asks it too."""
         settings = self.config.settings_for(model)
-        if model.startswith(("fake/", "local/")) or settings.placeholder_api_key:
+        if not provider_for(model).remote or settings.placeholder_api_key:
             return []
         if settings.api_key_env:
             return [] if os.environ.get(settings.api_key_env) else [settings.api_key_env]
@@ -455,7 +459,7 @@ class Backends:
 
     async def complete(self, request: Request, messages: list[dict[str, str]],
                        settings: ModelSettings) -> RawAnswer:
-        if request.model.startswith("fake/"):
+        if not provider_for(request.model).through_litellm:
             text = await in_own_thread(fake_answer, request=request, messages=messages)
             answer = RawAnswer(text, _approx_tokens(messages), _approx_tokens(text), 0.0)
         else:
@@ -481,8 +485,9 @@ class Backends:
         }
         if request.temperature is not None:  # None: the provider's default
             kwargs["temperature"] = request.temperature
+        embedded = provider_for(request.model).embedded
         if request.reasoning_effort is not None:
-            if request.model.startswith("local/"):
+            if embedded:
                 raise ValueError(f"model {request.model!r} is an embedded llama.cpp model and "
                                  "takes no reasoning effort (llm.roles sets one for it)")
             kwargs["reasoning_effort"] = request.reasoning_effort
@@ -492,14 +497,14 @@ class Backends:
             kwargs["stop"] = list(request.stop)
         if settings.api_base:
             kwargs["api_base"] = settings.api_base
-        if not request.model.startswith("local/"):
+        if provider_for(request.model).remote:
             # The key of `api_key_env`, or a placeholder for a server that needs none or is
             # not the provider's (litellm's OpenAI client refuses to send none): never the
             # environment's provider key to an endpoint that is not the provider's.
             key = explicit_api_key(request.model, settings)
             if key is not None:
                 kwargs["api_key"] = key
-        if request.model.startswith("local/"):
+        if embedded:
             # One llama.cpp context per process; the call runs in a worker thread.
             grammar = get_format(request.response_format).gbnf_grammar
             kwargs["seed"] = request.sample_index

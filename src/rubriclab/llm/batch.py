@@ -1,10 +1,12 @@
 """Batch mode: a run's cache misses for a model sent to its provider's batch API.
 
 Half the price of ordinary calls, answered within the provider's 24-hour window. Three
-providers, each through its own module: OpenAI here and Gemini (`batch_gemini`) through
-litellm's file and batch calls, Anthropic's Message Batches (`batch_anthropic`) through the
-official anthropic SDK. Every batch is stored beside the cache (`llm_batches.sqlite` in the
-cache directory) under a key over its model and request keys, before it is submitted and again
+providers, each through its own adapter (`rubriclab.llm.batch_providers` picks it): OpenAI
+(`batch_openai`) and Gemini (`batch_gemini`) through litellm's file and batch calls,
+Anthropic's Message Batches (`batch_anthropic`) through the official anthropic SDK. Every batch
+is stored beside the cache (`rubriclab.llm.storage.open_batch_store`: `llm_batches.sqlite` in
+the cache directory, or the PostgreSQL cache database) under a key over its model and request
+keys, before it is submitted and again
 once the provider names it, so a killed or restarted job polls the batch it already paid for
 instead of submitting another. A job killed between the provider creating the batch and the id
 being stored finds it among the provider's recent batches: by the key in the batch's metadata
@@ -41,311 +43,34 @@ ordinary calls (or counts them as failed).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import random
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, replace
-from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from .backends import (PROVIDER_KEY_VARIABLES, MissingAPIKey, RawAnswer, api_key_to_send,
-                       is_retryable, prompt_cache_tokens)
+                       is_retryable)
+from .batch_api import BatchAPI, ProviderBatch, ResultLines, is_not_found
+from .batch_providers import api_for
+from .batch_records import (DONE, UNFINISHED, BatchJob, BatchOutcome, BatchOutcomes,
+                            job_key)
 from .budget import BudgetExceeded
-from .cache import DiskSpaceLow, open_wal_database
-from .litellm_import import import_litellm
-from .pricing import price, provider_of
+from .cache_records import DiskSpaceLow
+from .pricing import provider_of
 from .request import Request
-from .settings import (BATCH_FALLBACKS, BATCH_PROVIDERS, BatchNotSupported, LLMConfig,
-                       ModelSettings, check_batch_settings)
-
-__all__ = ["BATCH_FALLBACKS", "BATCH_PROVIDERS", "BatchJob", "BatchNotSupported",
-           "BatchOutcome", "BatchOutcomes", "BatchRunner", "BatchStore", "ProviderBatch",
-           "ResultLines", "check_batch_settings", "job_key", "openai_body"]
+from .settings import BATCH_PROVIDERS, LLMConfig, ModelSettings
+from .storage import BatchStorage, batch_store_file_exists, open_batch_store
 
 log = logging.getLogger("rubriclab.llm.batch")
 
-ENDPOINT = "/v1/chat/completions"
-COMPLETION_WINDOW = "24h"
-DONE = "completed"
-# Ended without answering all; "gone": the provider no longer knows the batch (404); "lost":
-# stored as being submitted by a job that was killed, and not found at the provider.
-UNFINISHED = frozenset({"failed", "expired", "cancelled", "gone", "lost"})
-METADATA_KEY = "rubriclab_job"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS batch_jobs (
-    job_key TEXT PRIMARY KEY,
-    model TEXT NOT NULL,
-    requests INTEGER NOT NULL,
-    input_file_id TEXT,
-    batch_id TEXT,
-    status TEXT NOT NULL,
-    updated_at REAL NOT NULL
-)
-"""
-
-# The request keys of each job, so that a rerun finds the jobs its requests were split into.
-_REQUESTS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS batch_requests (
-    job_key TEXT NOT NULL,
-    request_key TEXT NOT NULL,
-    PRIMARY KEY (job_key, request_key)
-)
-"""
-# Answers a collected batch gave to requests the run that collected it did not ask (paid for,
-# so kept): a later run that misses one of them takes it from here.
-_ANSWERS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS batch_answers (
-    request_key TEXT NOT NULL,
-    model TEXT NOT NULL,
-    job_key TEXT NOT NULL,
-    batch_id TEXT,
-    answer TEXT NOT NULL,
-    PRIMARY KEY (request_key, model)
-)
-"""
 # Of a provider's limit on one batch's input, what a batch here fills at most (the rest is room
 # for what a row adds around its request body).
 FILL = 0.8
-# Uploading a batch's input, creating a batch of inline requests, downloading its results:
-# hundreds of megabytes may take longer than one model call's timeout_s.
-TRANSFER_TIMEOUT_S = 600.0
 
 T = TypeVar("T")
-
-
-def job_key(model: str, keys: list[str]) -> str:
-    """The identity of a batch: its model and the set of request keys it answers."""
-    payload = json.dumps([model, sorted(set(keys))], separators=(",", ":"))
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class BatchJob:
-    job_key: str
-    model: str
-    requests: int
-    input_file_id: str | None
-    batch_id: str | None
-    status: str
-    updated_at: float
-
-
-class BatchStore:
-    """The batches this cache directory has submitted, one row per job key."""
-
-    FILE_NAME = "llm_batches.sqlite"
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self._db = open_wal_database(self.path, _SCHEMA)
-        self._db.execute(_REQUESTS_SCHEMA)
-        self._db.execute(_ANSWERS_SCHEMA)
-
-    def close(self) -> None:
-        self._db.close()
-
-    def get(self, key: str) -> BatchJob | None:
-        row = self._db.execute(
-            "SELECT job_key, model, requests, input_file_id, batch_id, status, updated_at"
-            " FROM batch_jobs WHERE job_key = ?", (key,)).fetchone()
-        return BatchJob(*row) if row else None
-
-    def save(self, job: BatchJob) -> BatchJob:
-        job = replace(job, updated_at=time.time())
-        self._db.execute("INSERT OR REPLACE INTO batch_jobs VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (job.job_key, job.model, job.requests, job.input_file_id, job.batch_id,
-                          job.status, job.updated_at))
-        return job
-
-    def all(self) -> list[BatchJob]:
-        rows = self._db.execute(
-            "SELECT job_key, model, requests, input_file_id, batch_id, status, updated_at"
-            " FROM batch_jobs ORDER BY updated_at").fetchall()
-        return [BatchJob(*row) for row in rows]
-
-    def save_requests(self, key: str, request_keys: list[str]) -> None:
-        self._db.execute("BEGIN")
-        self._db.executemany("INSERT OR IGNORE INTO batch_requests VALUES (?, ?)",
-                             [(key, k) for k in request_keys])
-        self._db.execute("COMMIT")
-
-    def requests_of(self, key: str) -> set[str]:
-        return {k for (k,) in self._db.execute(
-            "SELECT request_key FROM batch_requests WHERE job_key = ?", (key,))}
-
-    def save_answers(self, job: BatchJob, answers: dict[str, RawAnswer]) -> None:
-        self._db.execute("BEGIN")
-        try:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO batch_answers VALUES (?, ?, ?, ?, ?)",
-                [(k, job.model, job.job_key, job.batch_id, json.dumps(asdict(answer)))
-                 for k, answer in answers.items()])
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-
-    def kept_answers(self, model: str, keys: list[str]) -> dict[str, BatchOutcome]:
-        """The kept answers of `keys`. They stay stored until `forget_answers` (once the
-        caller has cached and billed them), so that a job killed in between loses none."""
-        kept: dict[str, BatchOutcome] = {}
-        if not self._has_answers(model):
-            return kept  # the usual case
-        for k in keys:
-            row = self._db.execute("SELECT batch_id, answer FROM batch_answers WHERE"
-                                   " request_key = ? AND model = ?", (k, model)).fetchone()
-            if row is not None:
-                kept[k] = BatchOutcome(RawAnswer(**json.loads(row[1])), batch_id=row[0])
-        return kept
-
-    def _has_answers(self, model: str | None = None) -> bool:
-        where, args = (" WHERE model = ?", (model,)) if model is not None else ("", ())
-        return self._db.execute(f"SELECT 1 FROM batch_answers{where} LIMIT 1",
-                                args).fetchone() is not None
-
-    def forget_answers(self, model: str, keys: list[str]) -> int:
-        """Remove the kept answers of `keys` (served: cached and billed, or answered
-        otherwise); how many there were. No write lock where none is kept."""
-        if not keys or not self._has_answers(model):
-            return 0
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            removed = sum(self._db.execute(
-                "DELETE FROM batch_answers WHERE request_key = ? AND model = ?",
-                (k, model)).rowcount for k in keys)
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        return removed
-
-    def clean_answers(self, cached: Callable[[str], bool]) -> int:
-        """Remove every kept answer whose request the cache answers already (another job, an
-        import, or a run killed after caching it and before forgetting it): none would be
-        asked for again. How many were removed."""
-        if not self._has_answers():
-            return 0
-        rows = self._db.execute("SELECT request_key, model FROM batch_answers").fetchall()
-        done: dict[str, list[str]] = {}
-        for key, model in rows:
-            if cached(key):
-                done.setdefault(model, []).append(key)
-        return sum(self.forget_answers(model, keys) for model, keys in done.items())
-
-    def kept_count(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM batch_answers").fetchone()[0]
-
-    def open_jobs(self, model: str) -> dict[str, set[str]]:
-        """Request keys of this model's jobs that may still answer (submitting, or submitted
-        and not known to have ended), by job key."""
-        rows = self._db.execute(
-            "SELECT r.job_key, r.request_key FROM batch_requests r JOIN batch_jobs j"
-            " ON r.job_key = j.job_key WHERE j.model = ? AND j.status NOT IN"
-            f" ({', '.join('?' * (len(UNFINISHED) + 1))})",
-            (model, *sorted(UNFINISHED), "collected")).fetchall()
-        jobs: dict[str, set[str]] = {}
-        for job, request in rows:
-            jobs.setdefault(job, set()).add(request)
-        return jobs
-
-
-def open_batch_store(config: LLMConfig) -> BatchStore:
-    """The batch store beside the cache: on its PostgreSQL server, or a SQLite file."""
-    if config.cache_url:
-        from .batch_pg import PostgresBatchStore
-
-        return PostgresBatchStore(config.cache_url, reconnect_s=config.cache_reconnect_s)
-    return BatchStore(config.cache_dir / BatchStore.FILE_NAME)
-
-
-@dataclass(frozen=True)
-class BatchOutcome:
-    """What a batch gave one request: an answer, or why not. `running`: the batch had not
-    ended when this run stopped waiting; it stays stored, so asking elsewhere would pay twice."""
-
-    answer: RawAnswer | None
-    error: str = ""
-    batch_id: str | None = None
-    running: bool = False
-    # Never submitted: its batch would have taken the run's bill past its budget.
-    over_budget: bool = False
-    # Never submitted: too little free disk space to store its answers (llm.min_free_disk_mb).
-    disk_low: bool = False
-    # Never in a batch, nor to be: the model is no longer batched and no stored batch holds
-    # it, so it is asked as an ordinary call.
-    unsent: bool = False
-    # Answers the batch gave this request that cannot be used, each possibly billed: the
-    # different answers of a request its result file answers more than once.
-    spent: tuple[RawAnswer, ...] = ()
-
-
-class BatchOutcomes(dict[str, BatchOutcome]):
-    """`BatchRunner.run`'s outcomes by request key, with `unusable_lines`: how many result
-    lines of its batches were of no use, by kind (`rubriclab.llm.progress.UNUSABLE_BATCH_LINES`,
-    which `Progress` reports at the end of a job): requests answered more than
-    once with different answers, lines without a request id, lines whose id the batch did not
-    hold, and requests a completed batch gave no line."""
-
-    def __init__(self, outcomes: dict[str, BatchOutcome] | None = None):
-        super().__init__(outcomes or {})
-        self.unusable_lines: Counter[str] = Counter()
-
-
-class ResultLines:
-    """A batch's result lines, read one by one (`add`), by request key. A request answered by
-    several lines with the same outcome takes it once; one answered by lines that differ takes
-    none of them (`conflicting`): which would be the provider's answer cannot be told, and
-    caching either could replace one answer with another. Lines with no request id are
-    counted, by where they are (`without_id`)."""
-
-    def __init__(self, job: BatchJob, id_name: str):
-        self.job = job
-        self.id_name = id_name  # what the provider calls a line's request id
-        self.outcomes: dict[str, BatchOutcome] = {}
-        self.conflicting: dict[str, list[BatchOutcome]] = {}
-        self.where: dict[str, list[str]] = {}  # request key -> where its lines are
-        self.repeated = 0  # lines that repeat an earlier line's outcome
-        self.without_id: list[str] = []
-
-    def __len__(self) -> int:
-        return len(self.outcomes) + len(self.conflicting)
-
-    def add(self, key: Any, outcome: Callable[[], BatchOutcome], where: str) -> None:
-        """The line at `where` gave request `key` (its id as read) what `outcome` reads."""
-        if not isinstance(key, str) or not key:
-            self.without_id.append(where)
-            return
-        read = outcome()
-        self.where.setdefault(key, []).append(where)
-        seen = self.conflicting.get(key)
-        if seen is None and key in self.outcomes:
-            if self.outcomes[key] == read:
-                self.repeated += 1
-                return
-            seen = self.conflicting[key] = [self.outcomes.pop(key)]
-        if seen is None:
-            self.outcomes[key] = read
-        elif read in seen:
-            self.repeated += 1
-        else:
-            seen.append(read)
-
-    def refused(self, key: str) -> BatchOutcome:
-        """What the batch gave a request with conflicting lines: no answer, and each of its
-        different answers spent (the provider may have billed every one)."""
-        seen = self.conflicting[key]
-        answers = tuple(o.answer for o in seen if o.answer is not None)
-        shown = "; ".join(repr(o.answer.text[:40]) if o.answer is not None else o.error[:80]
-                          for o in seen)
-        return BatchOutcome(None, f"batch {self.job.batch_id} of {self.job.model} gave this "
-                                  f"request {len(seen)} different results ({shown}; "
-                                  f"{', '.join(self.where[key])}): none is taken",
-                            self.job.batch_id, spent=answers)
 
 
 # Called before a new batch is submitted, with its model, requests and messages: checks the
@@ -356,68 +81,14 @@ BeforeSubmit = Callable[[str, dict[str, Request], dict[str, list[dict[str, Any]]
                         Callable[[], None]]
 
 
-@dataclass(frozen=True)
-class ProviderBatch:
-    """A provider's batch as the runner sees it. `status`: DONE, one of UNFINISHED, or the
-    provider's word for a batch still running; `handle`: what the provider returned."""
-
-    id: str
-    status: str
-    completed: int | str = "?"
-    failed: int | str = "?"
-    errors: str = ""
-    handle: Any = None
-
-
-class BatchAPI(Protocol):
-    """One provider's batch calls (OpenAIBatchAPI, batch_gemini.GeminiBatchAPI,
-    batch_anthropic.AnthropicBatchAPI). Each raises the provider's errors as they come."""
-
-    def body(self, request: Request, messages: list[dict[str, Any]]) -> dict[str, Any]: ...
-
-    async def upload(self, job: BatchJob, bodies: dict[str, dict[str, Any]],
-                     settings: ModelSettings) -> str | None: ...
-
-    async def create(self, job: BatchJob, bodies: dict[str, dict[str, Any]],
-                     settings: ModelSettings) -> ProviderBatch: ...
-
-    async def find(self, job: BatchJob, settings: ModelSettings,
-                   taken: set[str]) -> ProviderBatch | None: ...
-
-    async def retrieve(self, job: BatchJob, settings: ModelSettings) -> ProviderBatch: ...
-
-    async def results(self, job: BatchJob, batch: ProviderBatch, settings: ModelSettings,
-                      retrying: Retrying) -> ResultLines: ...
-
-
-class Retrying(Protocol):
-    async def __call__(self, settings: ModelSettings, what: str,
-                       call: Callable[[], Awaitable[T]]) -> T: ...
-
-
-def api_for(model: str) -> BatchAPI:
-    provider = provider_of(model)
-    if provider == "openai":
-        return OpenAIBatchAPI()
-    if provider == "gemini":
-        from .batch_gemini import GeminiBatchAPI
-
-        return GeminiBatchAPI()
-    if provider == "anthropic":
-        from .batch_anthropic import AnthropicBatchAPI
-
-        return AnthropicBatchAPI()
-    raise BatchNotSupported(f"model {model!r}: no batch API for provider {provider!r}")
-
-
 class BatchRunner:
     def __init__(self, config: LLMConfig, before_submit: BeforeSubmit | None = None):
         self.config = config
         self.before_submit = before_submit
-        self._store: BatchStore | None = None
+        self._store: BatchStorage | None = None
 
     @property
-    def store(self) -> BatchStore:
+    def store(self) -> BatchStorage:
         if self._store is None:
             self._store = open_batch_store(self.config)
         return self._store
@@ -435,7 +106,7 @@ class BatchRunner:
         marks); the key stays the request's.
 
         Requests a stored batch of an earlier run answered without being asked are served its
-        answers (kept until the caller forgets them: `BatchStore.forget_answers`); those a
+        answers (kept until the caller forgets them: `BatchStorage.forget_answers`); those a
         stored batch that may still answer holds go to that batch (collected first, whichever
         other requests it holds); the others are split into new batches within the provider's
         limits (requests and bytes per batch). `submit` False (the model is no longer batched):
@@ -474,8 +145,7 @@ class BatchRunner:
         """Of `keys`, those a stored batch of the model may still answer or has answered
         (kept answers): without opening (or creating) the store where there is none."""
         if (provider_of(model) not in BATCH_PROVIDERS
-                or (self._store is None
-                    and not (self.config.cache_dir / BatchStore.FILE_NAME).exists())):
+                or (self._store is None and not batch_store_file_exists(self.config))):
             return set()
         held: set[str] = set()
         for request_keys in self.store.open_jobs(model).values():
@@ -508,8 +178,8 @@ class BatchRunner:
             held = sorted(request_keys & left.keys())
             if held:
                 groups.append((stored, {k: left.pop(k) for k in held}))
-        most = getattr(api, "MAX_REQUESTS", None) or len(left) or 1
-        room = FILL * (getattr(api, "MAX_BYTES", None) or float("inf"))
+        most = api.MAX_REQUESTS or len(left) or 1
+        room = FILL * (api.MAX_BYTES or float("inf"))
         group: dict[str, Request] = {}
         size = 0
         for k, request in left.items():
@@ -562,6 +232,7 @@ class BatchRunner:
             error = (f"batch of {model} for {len(requests)} requests: "
                      f"{type(exc).__name__}: {exc}")
             if running:
+                assert row is not None  # running: a stored row with its batch id
                 error += f" (batch {row.batch_id} is stored, so a rerun collects it)"
             elif settings.batch_fallback == "call":
                 error += ("; its requests are asked as ordinary calls, at the full price "
@@ -633,6 +304,7 @@ class BatchRunner:
                 if batch is not None:
                     break
                 await asyncio.sleep(_backoff(settings, attempt))
+        assert batch is not None  # every attempt ends with a batch, or raises (the last one)
         job = self.store.save(BatchJob(key, model, len(requests), file_id, batch.id,
                                        batch.status, 0.0))
         log.info("[batch %s] %s: submitted %d requests", batch.id, model, len(requests))
@@ -670,7 +342,7 @@ class BatchRunner:
                 raise _GaveUp(
                     f"batch {job.batch_id} of {job.model} still {batch.status} after "
                     f"{waited:.0f}s (batch_max_wait_s {settings.batch_max_wait_s:g}); it is "
-                    f"stored in {self.store.path}, so a rerun collects it without paying again",
+                    f"stored in {self.store.location}, so a rerun collects it without paying again",
                     job.batch_id, running=True)
             await asyncio.sleep(settings.batch_poll_s)
 
@@ -724,7 +396,7 @@ class BatchRunner:
         if kept:
             self.store.save_answers(job, kept)
             log.info("[batch %s] %s: %d answers to requests this run does not ask kept in %s",
-                     job.batch_id, job.model, len(kept), self.store.path)
+                     job.batch_id, job.model, len(kept), self.store.location)
         missing = BatchOutcome(None, f"batch {job.batch_id} of {job.model} ended {status} "
                                      f"without an answer to this request{errors}",
                                job.batch_id)
@@ -774,234 +446,11 @@ class _GaveUp(Exception):
         self.running = running
 
 
-def is_not_found(exc: BaseException) -> bool:
-    """A 404: litellm's and the SDKs' NotFoundError, or an HTTP error carrying the status."""
-    status = getattr(exc, "status_code", None)
-    if status is None:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-    return status == 404 or "NotFoundError" in {c.__name__ for c in type(exc).__mro__}
-
-
 def _backoff(settings: ModelSettings, attempt: int) -> float:
     delay = min(settings.max_backoff_s, settings.backoff_s * 2**attempt)
     return delay * (0.5 + random.random() / 2)
 
 
-def transfer_timeout_s(settings: ModelSettings) -> float:
-    return max(settings.timeout_s, TRANSFER_TIMEOUT_S)
-
-
-def litellm_connection(settings: ModelSettings, provider: str, transfer: bool = False
-                       ) -> dict[str, Any]:
-    """The endpoint, key and timeout of one of litellm's file or batch calls. The key is
-    always given (`api_key_to_send`), so litellm never falls back on the environment's for a
-    server that needs none."""
-    connection: dict[str, Any] = {"max_retries": 0, "timeout": transfer_timeout_s(settings)
-                                  if transfer else settings.timeout_s}
-    if settings.api_base:
-        connection["api_base"] = settings.api_base
-    key = api_key_to_send(provider, settings)
-    if key is not None:
-        connection["api_key"] = key
-    return connection
-
-
-def answer_of(job: BatchJob, text: str, prompt_tokens: int, completion_tokens: int,
-              finish_reason: str, usage: Any, settings: ModelSettings) -> BatchOutcome:
-    """A batch's answer to one request, priced as a batch request at the model's configured
-    price or litellm's map (prompt-cache tokens at the batch cache rates where the usage
-    reports them)."""
-    read, written = prompt_cache_tokens(usage)
-    return BatchOutcome(RawAnswer(
-        text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-        cost_usd=price(job.model, prompt_tokens, completion_tokens, batch=True,
-                       cache_read_tokens=read, cache_write_tokens=written,
-                       configured=settings.price),
-        finish_reason=finish_reason or "stop", cache_read_tokens=read,
-        cache_write_tokens=written), batch_id=job.batch_id)
-
-
-def error_of(job: BatchJob, status: Any, message: str) -> BatchOutcome:
-    return BatchOutcome(None, f"batch {job.batch_id} of {job.model} answered this request "
-                              f"with an error (status {status}): {message}", job.batch_id)
-
-
-def parse_lines(job: BatchJob, where: str, text: str) -> list[tuple[str, Any]]:
-    """Each line of a result file as read, with where it is ("file F line N")."""
-    rows = []
-    for line_no, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append((f"{where} line {line_no}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"batch {job.batch_id}, {where}, line {line_no}: not JSON "
-                             f"({exc})") from exc
-    return rows
-
-
-def request_id(row: Any, name: str) -> Any:
-    """A result line's request id (None where the line is no JSON object)."""
-    return row.get(name) if isinstance(row, dict) else None
-
-
 def _listed(items: list[str], most: int = 10) -> str:
     shown = ", ".join(items[:most])
     return shown + (f" and {len(items) - most} more" if len(items) > most else "")
-
-
-# --- OpenAI ------------------------------------------------------------------------------
-
-class OpenAIBatchAPI:
-    """OpenAI's file and batch API through litellm (acreate_file, acreate_batch,
-    aretrieve_batch, afile_content, alist_batches), rows in OpenAI's batch format."""
-
-    # "up to 50,000 requests, and a batch input file can be up to 200 MB in size"
-    # (platform.openai.com/docs/guides/batch)
-    MAX_REQUESTS = 50_000
-    MAX_BYTES = 200 * 10**6
-
-    def body(self, request: Request, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        return openai_body(request, messages)
-
-    async def upload(self, job: BatchJob, bodies: dict[str, dict[str, Any]],
-                     settings: ModelSettings) -> str | None:
-        lines = [json.dumps({"custom_id": k, "method": "POST", "url": ENDPOINT, "body": body},
-                            ensure_ascii=False) for k, body in bodies.items()]
-        data = ("\n".join(lines) + "\n").encode("utf-8")
-        uploaded = await import_litellm().acreate_file(
-            file=(f"rubriclab-{job.job_key[:16]}.jsonl", data), purpose="batch",
-            custom_llm_provider="openai",
-            **litellm_connection(settings, "openai", transfer=True))
-        return uploaded.id
-
-    async def create(self, job: BatchJob, bodies: dict[str, dict[str, Any]],
-                     settings: ModelSettings) -> ProviderBatch:
-        batch = await import_litellm().acreate_batch(
-            completion_window=COMPLETION_WINDOW, endpoint=ENDPOINT,
-            input_file_id=job.input_file_id, custom_llm_provider="openai",
-            metadata={METADATA_KEY: job.job_key}, **litellm_connection(settings, "openai"))
-        return _openai_batch(batch)
-
-    async def find(self, job: BatchJob, settings: ModelSettings,
-                   taken: set[str]) -> ProviderBatch | None:
-        """A batch of this job among the provider's most recent ones (one page)."""
-        page = await import_litellm().alist_batches(
-            custom_llm_provider="openai", limit=100,
-            **litellm_connection(settings, "openai"))
-        for batch in getattr(page, "data", None) or []:
-            metadata = getattr(batch, "metadata", None) or {}
-            if (metadata.get(METADATA_KEY) == job.job_key
-                    and str(batch.status) not in UNFINISHED):
-                return _openai_batch(batch)
-        return None
-
-    async def retrieve(self, job: BatchJob, settings: ModelSettings) -> ProviderBatch:
-        return _openai_batch(await import_litellm().aretrieve_batch(
-            batch_id=job.batch_id, custom_llm_provider="openai",
-            **litellm_connection(settings, "openai")))
-
-    async def results(self, job: BatchJob, batch: ProviderBatch, settings: ModelSettings,
-                      retrying: Retrying) -> ResultLines:
-        lines = ResultLines(job, "custom_id")
-        gone: list[Exception] = []
-        for file_id in (getattr(batch.handle, "output_file_id", None),
-                        getattr(batch.handle, "error_file_id", None)):
-            if not file_id:
-                continue
-            try:
-                text = await retrying(settings, "download", lambda: _litellm_file_text(
-                    "openai", file_id, settings))
-            except Exception as exc:  # noqa: BLE001 - one file gone: the other's answers hold
-                if not is_not_found(exc):
-                    raise
-                log.warning("[batch %s] file %s is gone (%s)", job.batch_id, file_id,
-                            type(exc).__name__)
-                gone.append(exc)
-                continue
-            for where, result in parse_lines(job, f"file {file_id}", text):
-                lines.add(request_id(result, "custom_id"),
-                          lambda: _openai_outcome(job, result, settings), where)
-        if gone and not lines and not lines.without_id:
-            raise gone[0]  # every result is gone: the batch is
-        return lines
-
-
-async def _litellm_file_text(provider: str, file_id: str, settings: ModelSettings) -> str:
-    content = await import_litellm().afile_content(
-        file_id=file_id, custom_llm_provider=provider,
-        **litellm_connection(settings, provider, transfer=True))
-    raw = getattr(content, "content", content)
-    return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
-
-
-def _openai_batch(batch: Any) -> ProviderBatch:
-    counts = getattr(batch, "request_counts", None)
-    return ProviderBatch(str(batch.id), str(batch.status),
-                         getattr(counts, "completed", "?"), getattr(counts, "failed", "?"),
-                         _batch_errors(batch), batch)
-
-
-def _batch_errors(batch: Any) -> str:
-    errors = getattr(batch, "errors", None)
-    data = getattr(errors, "data", None) or (errors.get("data") if isinstance(errors, dict)
-                                             else None) or []
-    messages = [str(e.get("message") if isinstance(e, dict) else getattr(e, "message", e))
-                for e in data]
-    return f" ({'; '.join(messages[:3])})" if messages else ""
-
-
-def _openai_outcome(job: BatchJob, result: dict[str, Any], settings: ModelSettings
-                    ) -> BatchOutcome:
-    response = result.get("response") or {}
-    error = result.get("error")
-    body = response.get("body") or {}
-    if error or response.get("status_code") != 200:
-        detail = error or body.get("error") or body
-        message = detail.get("message") if isinstance(detail, dict) else str(detail)
-        return error_of(job, response.get("status_code"), message)
-    choice = (body.get("choices") or [{}])[0]
-    usage = body.get("usage") or {}
-    return answer_of(job, (choice.get("message") or {}).get("content") or "",
-                     int(usage.get("prompt_tokens") or 0),
-                     int(usage.get("completion_tokens") or 0),
-                     str(choice.get("finish_reason") or "stop"), usage, settings)
-
-
-def litellm_params(request: Request, provider: str) -> tuple[str, dict[str, Any]]:
-    """The model name and the optional parameters litellm maps a request's settings to for
-    the provider, as an ordinary call (Backends._complete_with_litellm) passes them."""
-    import_litellm()
-    from litellm.utils import get_optional_params
-
-    model = request.model.split("/", 1)[1]
-    params: dict[str, Any] = {"max_tokens": request.budget}
-    if request.temperature is not None:
-        params["temperature"] = request.temperature
-    if request.reasoning_effort is not None:
-        params["reasoning_effort"] = request.reasoning_effort
-    if request.top_p is not None:
-        params["top_p"] = request.top_p
-    if request.stop:
-        params["stop"] = list(request.stop)
-    return model, dict(get_optional_params(model=model, custom_llm_provider=provider, **params))
-
-
-def openai_body(request: Request, messages: list[dict[str, Any]] | None = None
-                ) -> dict[str, Any]:
-    """The /v1/chat/completions body litellm would send for this request (an openai/ model),
-    with the same parameter mapping (max_completion_tokens for reasoning models, ...)."""
-    from litellm.types.utils import LlmProviders
-    from litellm.utils import ProviderConfigManager
-
-    model, optional = litellm_params(request, "openai")
-    config = ProviderConfigManager.get_provider_chat_config(model=model,
-                                                            provider=LlmProviders.OPENAI)
-    body = dict(config.transform_request(model=model,
-                                         messages=messages or request.message_dicts(),
-                                         optional_params=optional, litellm_params={},
-                                         headers={}))
-    body.pop("stream", None)
-    if not body.get("extra_body"):
-        body.pop("extra_body", None)
-    return body

@@ -24,20 +24,24 @@ other stored job holds; with none or several such batches it submits anew.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .backends import api_key_to_send
-from .batch import (DONE, BatchJob, BatchOutcome, ProviderBatch, ResultLines, Retrying,
-                    answer_of, error_of, litellm_params, request_id, transfer_timeout_s)
+from .batch_api import (BatchAPI, ProviderBatch, ResultLines, Retrying, answer_of, error_of,
+                        litellm_params, request_id, transfer_timeout_s)
+from .batch_records import DONE, BatchJob, BatchOutcome
 from .request import Request
 from .settings import ModelSettings
+
+if TYPE_CHECKING:
+    from litellm.types.llms.openai import AllMessageValues
 
 # The provider's clock and ours may differ: a batch created this long before the job's
 # stored intent still counts as possibly the job's.
 CLOCK_SLACK_S = 300.0
 
 
-class AnthropicBatchAPI:
+class AnthropicBatchAPI(BatchAPI):
     # "limited to either 100,000 Message requests or 256 MB in size, whichever is reached
     # first" (docs.claude.com/en/docs/build-with-claude/batch-processing)
     MAX_REQUESTS = 100_000
@@ -95,7 +99,9 @@ def anthropic_params(request: Request, messages: list[dict[str, Any]]) -> dict[s
     model, optional = litellm_params(request, "anthropic")
     config = ProviderConfigManager.get_provider_chat_config(model=model,
                                                             provider=LlmProviders.ANTHROPIC)
-    body = dict(config.transform_request(model=model, messages=[dict(m) for m in messages],
+    assert config is not None  # litellm has a chat config for every Anthropic model
+    sent = cast("list[AllMessageValues]", [dict(m) for m in messages])
+    body = dict(config.transform_request(model=model, messages=sent,
                                          optional_params=optional, litellm_params={},
                                          headers={}))
     body.pop("stream", None)

@@ -22,21 +22,25 @@ between the batch's creation and its id being stored lists them itself (GET v1be
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .backends import api_key_to_send
-from .batch import (UNFINISHED, BatchJob, BatchOutcome, ProviderBatch, ResultLines, Retrying,
-                    _batch_errors, _litellm_file_text, answer_of, error_of, litellm_connection,
-                    litellm_params, parse_lines, request_id)
+from .batch_api import (BatchAPI, ProviderBatch, ResultLines, Retrying, answer_of, batch_errors,
+                        error_of, litellm_connection, litellm_file_text, litellm_params,
+                        parse_lines, request_id)
+from .batch_records import UNFINISHED, BatchJob, BatchOutcome
 from .litellm_import import import_litellm
 from .request import Request
 from .settings import ModelSettings
+
+if TYPE_CHECKING:
+    from litellm.types.llms.openai import AllMessageValues
 
 DISPLAY_PREFIX = "rubriclab-"
 ENDPOINT = "/v1/chat/completions"  # litellm's argument; the job goes to batchGenerateContent
 
 
-class GeminiBatchAPI:
+class GeminiBatchAPI(BatchAPI):
     # An input file of up to 2 GB (ai.google.dev/gemini-api/docs/batch-api); no request count.
     MAX_REQUESTS = None
     MAX_BYTES = 2 * 10**9
@@ -100,7 +104,7 @@ class GeminiBatchAPI:
         file_id = getattr(batch.handle, "output_file_id", None)
         if not file_id:
             return lines
-        text = await retrying(settings, "download", lambda: _litellm_file_text(
+        text = await retrying(settings, "download", lambda: litellm_file_text(
             "gemini", file_id, settings))
         for where, row in parse_lines(job, f"file {file_id}", text):
             lines.add(request_id(row, "key"), lambda: _outcome(job, row, settings), where)
@@ -113,7 +117,8 @@ def gemini_body(request: Request, messages: list[dict[str, Any]]) -> dict[str, A
                                                               transform_request_body)
 
     model, optional = litellm_params(request, "gemini")
-    body = transform_request_body(messages=[dict(m) for m in messages], model=model,
+    sent = cast("list[AllMessageValues]", [dict(m) for m in messages])
+    body = transform_request_body(messages=sent, model=model,
                                   optional_params=optional, custom_llm_provider="gemini",
                                   litellm_params={}, cached_content=None)
     return dict(_with_default_output_budget(body, model, "gemini", None))
@@ -122,7 +127,7 @@ def gemini_body(request: Request, messages: list[dict[str, Any]]) -> dict[str, A
 def _batch(batch: Any) -> ProviderBatch:
     counts = getattr(batch, "request_counts", None)
     return ProviderBatch(str(batch.id), str(batch.status), getattr(counts, "completed", "?"),
-                         getattr(counts, "failed", "?"), _batch_errors(batch), batch)
+                         getattr(counts, "failed", "?"), batch_errors(batch), batch)
 
 
 def _outcome(job: BatchJob, row: dict[str, Any], settings: ModelSettings) -> BatchOutcome:

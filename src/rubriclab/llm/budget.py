@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import pricing
-from .cache import open_wal_database
+from .sqlite_files import open_wal_database
 from .prompt_cache import min_cacheable_tokens
 from .settings import ModelSettings
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from rubriclab.files import sha256_of
 
+from .providers import LOCAL
+
 DEFAULT_MODEL_NAME = "default"
 DEFAULT_GGUF_FILENAME = "qwen2.5-coder-0.5b-instruct-q4.gguf"
 DEFAULT_GGUF_SIZE = 491_400_064
@@ -98,9 +100,7 @@ def ensure_default_gguf(models_dir: Path) -> VerifiedGGUF:
 
 def resolve_local_model(model: str, models_dir: Path) -> VerifiedGGUF:
     """`local/default` -> the embedded GGUF; `local/<path.gguf>` -> that file, hashed."""
-    if not model.startswith("local/"):
-        raise ValueError(f"not a local model string: {model!r} (expected 'local/<name-or-path>')")
-    name = model[len("local/"):]
+    name = LOCAL.name_of(model)
     if name == DEFAULT_MODEL_NAME:
         return ensure_default_gguf(models_dir)
     path = Path(name).expanduser()

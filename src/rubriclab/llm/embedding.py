@@ -43,7 +43,7 @@ import numpy as np
 
 from rubriclab.files import sha256_of
 
-from .cache import open_wal_database
+from .sqlite_files import open_wal_database
 from .settings import LLMConfig
 
 log = logging.getLogger("rubriclab.llm")
@@ -195,7 +195,7 @@ def parse_embed_model(model: str) -> EmbedModel:
 
 class _Backend(Protocol):
     fingerprint: str
-    dim: int | None
+    dim: int
 
     def encode(self, text: str) -> np.ndarray: ...
 

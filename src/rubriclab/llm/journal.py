@@ -275,7 +275,7 @@ def take_over(directory: Path, store: Callable[[list[dict[str, Any]]], None],
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     offset = 0
     while True:
         chunk = os.pread(fd, 1 << 20, offset)

@@ -18,10 +18,11 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pandas as pd
 
+from .providers import provider_for
 from .redact import redact
 from .request import Completion
 
@@ -48,7 +49,7 @@ PAID_UNKNOWN = "paid-unknown"
 def recovered_attempt_row(sent: dict, answer: dict | None) -> dict:
     """The attempts-journal row of a request a process sent and never recorded (it ended
     first): what its answer cost, or, with no answer, a call of unknown cost."""
-    row = {column: None for column in LEDGER_COLUMNS}
+    row: dict[str, Any] = {column: None for column in LEDGER_COLUMNS}
     row.update(rule=sent.get("rule"), model=sent["model"], key=sent["key"], cached=False,
                attempts=1, reasks=0, run=sent.get("run"), batch=bool(sent.get("batch")),
                latency_s=0.0,
@@ -129,7 +130,7 @@ class Ledger:
         (`database_ledger_rows`). The files stay the record: a row the server refuses is
         logged and skipped; rows sent while the server is lost (a restart) are kept and sent
         once it is back, waiting for it at close up to `reconnect_s` (llm.cache_reconnect_s)."""
-        from .cache_pg import LedgerRows
+        from .ledger_pg import LedgerRows
         from .settings import CACHE_RECONNECT_S
 
         self._database = LedgerRows(cache_url, str(self.path.absolute()),
@@ -150,7 +151,7 @@ def database_ledger_rows(cache_url: str, ledger: str | Path | None = None) -> li
     file, by its absolute path, or all), oldest first: dicts with `host`, `ledger`, `attempt`
     (the row is also in that ledger's attempts journal: the call reached a model),
     `written_at` and `row`."""
-    from .cache_pg import read_ledger_rows
+    from .ledger_pg import read_ledger_rows
 
     return read_ledger_rows(cache_url, None if ledger is None else str(Path(ledger).absolute()))
 
@@ -268,11 +269,16 @@ def calls_per_distinct_request(ledger: pd.DataFrame, attempts: pd.DataFrame | No
     if attempts is not None and not attempts.empty:
         earlier = _earlier_calls(ledger, attempts)
     if skip_fake:
-        made = made[~made["model"].astype(str).str.startswith("fake/")]
+        made = made.loc[_durable(made["model"])]
         if earlier is not None:
-            earlier = earlier[~earlier["model"].astype(str).str.startswith("fake/")]
+            earlier = earlier.loc[_durable(earlier["model"])]
     keys = list(made["key"]) + (list(earlier["key"]) if earlier is not None else [])
     return len(keys), len(set(keys))
+
+
+def _durable(models: pd.Series) -> pd.Series:
+    """Which rows are of models whose answers are kept (not fake/ ones)."""
+    return models.astype(str).map(lambda m: provider_for(m).durable).astype(bool)
 
 
 def _fmt_cost(value: float | None, unknown: int = 0) -> str:

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from .embedded import resolve_local_model
+from .providers import LOCAL
 from .settings import LLMConfig
 
 _models: dict[str, Any] = {}
@@ -63,7 +64,7 @@ def register_local_provider(litellm: Any, config: LLMConfig) -> None:
     class LlamaCppProvider(CustomLLM):
         def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
             params = dict(kwargs.get("optional_params") or {})
-            full_model = model if model.startswith("local/") else f"local/{model}"
+            full_model = LOCAL.model_string(model)
             llama = load_llama(full_model, config)
             started = time.monotonic()
             with _lock:  # a llama.cpp context serves one call at a time

@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from .litellm_import import import_litellm
+from .providers import provider_for
 from .request import Request
 from .settings import ModelPrice
 
@@ -42,7 +43,7 @@ def provider_of(model: str) -> str:
 
 
 def is_free(model: str) -> bool:
-    return model.startswith(("fake/", "local/"))
+    return not provider_for(model).priced
 
 
 @lru_cache(maxsize=None)

@@ -18,7 +18,7 @@ logger = logging.getLogger("rubriclab.progress")
 RUN_PLAN_VARIABLE = "RUBRICLAB_RUN_PLAN"
 
 
-# The kinds of a batch's result lines of no use (rubriclab.llm.batch.BatchOutcomes), as the
+# The kinds of a batch's result lines of no use (rubriclab.llm.batch_records.BatchOutcomes), as the
 # progress line reports them: requests answered by conflicting lines, lines without a request
 # id or with one the batch did not hold, and requests a completed batch gave no line.
 UNUSABLE_BATCH_LINES = {"conflicting": "with conflicting answers",

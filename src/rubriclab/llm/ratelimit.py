@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cache import open_wal_database
+from .sqlite_files import open_wal_database
 from .settings import ModelSettings
 
 # How far ahead of its rate a model may run: a burst of one second's worth of requests.

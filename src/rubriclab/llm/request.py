@@ -160,7 +160,9 @@ def _integer(name: str, value: Any) -> int:
         return int(value)
     if not float(value).is_integer():
         raise ValueError(f"Request.{name} must be an integer, got {value!r}")
-    return int(value)
+    # int() of a Real truncates through __trunc__ (numbers.Real's abstract method), called here
+    # directly since typeshed's int() does not take a Real.
+    return int(math.trunc(value))
 
 
 def cache_key(request: Request, model_fingerprint: str) -> str:

@@ -13,12 +13,12 @@ from datetime import date, datetime, time, timedelta, timezone
 from functools import lru_cache
 
 from .litellm_import import import_litellm
+from .providers import provider_for
 
 log = logging.getLogger("rubriclab.llm")
 
 CONFIG, LITELLM = "config", "litellm"
 RETIRED, RETIRING, FINE = "retired", "retiring", "fine"
-NEVER_RETIRE = ("fake/", "local/")
 
 
 def retires_key(model: str) -> str:
@@ -28,7 +28,7 @@ def retires_key(model: str) -> str:
 def retirement_date(model: str, configured: date | None) -> tuple[date | None, str | None]:
     """(the day the model retires, where that day comes from: CONFIG or LITELLM), or
     (None, None) where neither dates it."""
-    if model.startswith(NEVER_RETIRE):
+    if not provider_for(model).priced:  # the embedded model and the fakes never retire
         return None, None
     if configured is not None:
         return configured, CONFIG

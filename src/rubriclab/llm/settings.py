@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .providers import provider_for
+
 DEFAULT_CACHE_DIR = Path(".cache/rubriclab")
 # A cache named by one of these URLs lives on a PostgreSQL server (rubriclab.llm.cache_pg)
 # instead of in a SQLite file in the cache folder.
@@ -83,7 +85,8 @@ class ModelPrice:
                     or not math.isfinite(value) or value < 0):
                 raise ValueError(f"{where}.{key}: a price is a number >= 0 of US dollars per "
                                  f"million tokens, got {value!r}")
-        return cls(**{k: None if v is None else float(v) for k, v in values.items()})
+        prices: dict[str, Any] = {k: None if v is None else float(v) for k, v in values.items()}
+        return cls(**prices)
 
 
 @dataclass(frozen=True)
@@ -311,7 +314,7 @@ class LLMConfig:
 
     def caches(self, model: str) -> bool:
         """Whether a model's answers are cached (every model's but fakes', unless asked)."""
-        return self.cache_fake_answers or not model.startswith("fake/")
+        return self.cache_fake_answers or provider_for(model).durable
 
     @property
     def cache_path(self) -> Path:

@@ -6,8 +6,8 @@ The server sees what a provider sees (the messages), not the pipeline's response
 format is read off the prompt's own instructions, as a model would. Each rule below names the
 sentence of a prompt builder it rests on; tests/rehearsal checks the rules against one request
 of every builder, so a prompt edit that breaks a rule fails there, not in a paid run.
-The answers themselves are the `fake/hash` model's (rubriclab.llm.fake), which are valid by
-construction, keyed by the prompt, the model and how many times the prompt was asked.
+The answers themselves are the `fake/hash` model's (rubriclab.llm.valid_answers), which are
+valid by construction, keyed by the prompt, the model and how many times the prompt was asked.
 """
 
 from __future__ import annotations
@@ -16,15 +16,14 @@ import hashlib
 import json
 import re
 
-from .fake import structured_answer
+from .valid_answers import agent_action, structured_answer
 
 _RUBRIC_SECTION = re.compile(r"# Rubric\n\n(.*?)\n\n# Response", re.DOTALL)
 _NUMBERED = re.compile(r"^\d+\. ", re.MULTILINE)
 _GENERATED_LABEL = re.compile(r"^G\d+: ", re.MULTILINE)
 _VERDICT_COUNT = re.compile(r"with exactly (\d+) answers, one per requirement")
 _CHECK_COUNT = re.compile(r"Write a checklist of (\d+) checks")
-_ORDER_ID = re.compile(r"order (\d+)", re.IGNORECASE)
-# How every re-ask of rubriclab.llm.formats (and formats_transfer) begins: the client appends
+# How every re-ask of the response formats (llm.formats and the works') begins: the client appends
 # the model's unusable answer and one of these to the original messages.
 REASK_OPENINGS = ("Your answer could not be read.", "Your answer was empty.",
                   "Please answer the request above.")
@@ -94,36 +93,14 @@ def answer(messages: list[dict[str, str]], model: str, nth: int) -> tuple[str, s
     if response_format == "yes_no":
         return response_format, "Yes" if bits % 2 == 0 else "No"
     if response_format == "agent_action":
-        return response_format, _agent_action(messages, bits)
+        return response_format, agent_action(messages, bits)
     if response_format == "rubric_revision":
         # The revision prompt is the last user message, as the fake reviser expects.
-        return response_format, structured_answer("rubric_revision", messages, digest)
+        revision = structured_answer("rubric_revision", messages, digest)
+        assert revision is not None  # a revision is always answered in its format
+        return response_format, revision
     text = structured_answer(response_format, messages, digest)
     if text is None:  # free text: a short, distinct response
         text = (f"Rehearsal response {digest[:8]} from {model}: "
                 + " ".join(digest[k:k + 6] for k in range(0, 48, 6)) + ".")
     return response_format, text
-
-
-_AMOUNT = re.compile(r'"amount_usd": "?([0-9.]+)')
-
-
-def _agent_action(messages: list[dict[str, str]], bits: int) -> str:
-    """Look the order up; then, in two trials of three, refund its amount; reply; finish. A
-    short valid trial that the verifier passes or fails, so both branches of verify run."""
-    turns = sum(m["role"] == "assistant" for m in messages)
-    text = " ".join(m["content"] for m in messages)
-    found = _ORDER_ID.search(text)
-    order_id = int(found.group(1)) if found else 1
-    refunds = bits % 3 != 0
-    if turns == 0:
-        return json.dumps({"tool": "lookup_order", "args": {"order_id": order_id}})
-    if turns == 1 and refunds:
-        amount = _AMOUNT.search(text)
-        return json.dumps({"tool": "issue_refund", "args": {
-            "order_id": order_id, "amount": float(amount.group(1)) if amount else 1.0}})
-    if turns <= 2:
-        return json.dumps({"tool": "reply", "args": {
-            "text": "We are sorry the lamp arrived damaged; a full refund is on its way.",
-            "resolve": True}})
-    return json.dumps({"tool": "finish"})

@@ -1,8 +1,8 @@
 """verify: "Verifiers First, Rubrics Second".
 
-The refund worked example as a world with a state verifier, scripted trajectories, an agent
-loop and the four-criterion reply rubric (`refund`), and judge calibration against human labels
-with the Rogan-Gladen corrected pass rate (`calibration`).
+The refund worked example as a world with a state verifier, scripted trajectories and an agent
+loop (`refund`), the four-criterion reply rubric (`reply_rubric`), and judge calibration
+against human labels with the Rogan-Gladen corrected pass rate (`calibration`).
 """
 
 from .calibration import (
@@ -18,23 +18,19 @@ from .calibration import (
 )
 from .refund import (
     POLICY,
-    RUBRIC_CRITERIA,
     SCRIPTED_TRAJECTORIES,
     TICKET,
     Check,
-    Criterion,
     RefundWorld,
-    ReplyGrade,
     ScriptedTrajectory,
     ToolCall,
     Trial,
     VerifierResult,
-    grade_reply,
     replay,
-    rubric_messages,
     run_agent_trial,
     verify,
 )
+from .reply_rubric import RUBRIC_CRITERIA, Criterion, ReplyGrade, grade_reply, rubric_messages
 
 from . import known_world  # noqa: F401  (registers verify's known-truth world with the model layer)
 

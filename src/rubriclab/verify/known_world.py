@@ -1,5 +1,5 @@
 """The known-truth world of verify (rubriclab.verify.refund): a scripted agent whose true pass
-rate is set, and what the known-truth judge (`rubriclab.llm.known`) reads in the reply rubric's
+rate is set, and what the known-truth judge (`rubriclab.known_truth`) reads in the reply rubric's
 prompts.
 
 fake/known-agent?pass_rate=<p>&salt=<text> handles the refund ticket of the worked example. On
@@ -14,7 +14,7 @@ trial's, stops the call with OutsideTheWorld). Whether a trial passes is then th
 decision on the database, as for any agent, so the world's true pass rate is p by construction:
 the realised share over trials is what the verifier counts, the expected one is p.
 
-The reply judge. The reply rubric's prompts (`refund.rubric_messages`) show the policy, the
+The reply judge. The reply rubric's prompts (`reply_rubric.rubric_messages`) show the policy, the
 ticket, the reply and one criterion. The known-truth judge answers them only for this world's
 task (the policy and ticket of `refund`), for a reply this world's agent sends (`WORLD_REPLIES`:
 every non-blank reply of `SCRIPTED_TRAJECTORIES`) and for the four criteria of
@@ -36,12 +36,14 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs
 
 from rubriclab.verify.refund import (
-    ORDER_ID, ORDERS, POLICY, RUBRIC_CRITERIA, RUBRIC_SYSTEM_PROMPT, SCRIPTED_TRAJECTORIES,
-    TICKET, ScriptedTrajectory, agent_system_prompt, rubric_messages, usd,
+    ORDER_ID, ORDERS, POLICY, SCRIPTED_TRAJECTORIES, TICKET, ScriptedTrajectory,
+    agent_system_prompt, usd,
 )
+from rubriclab.verify.reply_rubric import RUBRIC_CRITERIA, RUBRIC_SYSTEM_PROMPT, rubric_messages
 
-from rubriclab.llm.known import (
-    AGENT, OutsideTheWorld, _unit, agent_pass_rate, judge_rates, register_world,
+from rubriclab.known_truth.models import register_world
+from rubriclab.known_truth.world import (
+    AGENT, OutsideTheWorld, _unit, agent_pass_rate, judge_rates,
 )
 
 CORRECT = "correct"
@@ -150,7 +152,7 @@ def is_reply_prompt(messages: list[dict[str, str]]) -> bool:
 
 def read_reply_prompt(messages: list[dict[str, str]]) -> tuple[str, str]:
     """(reply, criterion id) of a reply-rubric prompt of this world, read as
-    `refund.rubric_messages` writes it."""
+    `reply_rubric.rubric_messages` writes it."""
     user = messages[-1]["content"] if messages else ""
     if not user.startswith(_REPLY_OPENING):
         raise OutsideTheWorld("the known-truth judge grades replies to the refund ticket of "
@@ -187,7 +189,7 @@ def reply_judge_answer(model: str, sample_index: int, response_format: str,
     return "Yes" if judged else "No"
 
 
-# the model layer answers fake/known-agent and the reply rubric's prompts through this module,
-# which it cannot import (the model layer knows nothing of the works above it)
+# the known-truth models (rubriclab.known_truth) answer fake/known-agent and the reply rubric's
+# prompts through this module, which they do not import (verify builds on them)
 register_world("verify", agent_answer=agent_answer, is_reply_prompt=is_reply_prompt,
                reply_judge_answer=reply_judge_answer)

@@ -2,9 +2,8 @@ import json
 
 import pytest
 
-from rubriclab.llm import formats
 from rubriclab.llm.formats import UnparseableAnswer, get_format
-from rubriclab.llm.formats_transfer import (
+from rubriclab.transfer.formats import (
     MAX_CRITERIA,
     TRANSFER_FORMATS,
     match_format_name,
@@ -21,13 +20,6 @@ from tests.llama_grammar import llama_grammar_parses
 
 
 
-@pytest.fixture
-def registered(monkeypatch):
-    """FORMATS with the transfer formats merged in, as the lead's FORMATS.update will do."""
-    monkeypatch.setattr(formats, "FORMATS", {**formats.FORMATS, **TRANSFER_FORMATS})
-    return formats.FORMATS
-
-
 def test_registry_names_match_their_formats_and_do_not_clash():
     assert all(name == fmt.name for name, fmt in TRANSFER_FORMATS.items())
     assert all(name.startswith("transfer_") for name in TRANSFER_FORMATS)
@@ -40,7 +32,7 @@ def test_registry_names_match_their_formats_and_do_not_clash():
     assert all(fmt.reask_instruction for fmt in TRANSFER_FORMATS.values())
 
 
-def test_registered_formats_are_found_by_get_format(registered):
+def test_registered_formats_are_found_by_get_format():
     assert get_format("transfer_scores_3").parse('{"0": 1, "1": 0, "2": 1}') == [1, 0, 1]
     assert get_format(scores_format_name(2)).name == "transfer_scores_2"
     assert get_format(match_format_name(2)).parse('{"indices": {"G0": ["T1"], "G1": []}}') == [[1], []]

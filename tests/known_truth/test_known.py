@@ -1,4 +1,4 @@
-"""The known-truth world (rubriclab.llm.known, known_authors): the scripted judge reads carry's
+"""The known-truth world (rubriclab.known_truth: world, judge, authors): the scripted judge reads carry's
 own prompts, answers the project's ground truth at its set rates, the scripted writer writes
 rubrics that carry parses, and the scripted reviser revises them blind to meanings and labels, one
 change a round drawn at set probabilities."""
@@ -20,12 +20,12 @@ from rubriclab.carry.sources import (
     RECON_TASK_DESCRIPTION, generated_messages, label_taught_messages, task_description,
 )
 from rubriclab.llm import LLMClient, LLMConfig, ModelSettings, Request
-from rubriclab.llm import known
-from rubriclab.llm.known import (
+from rubriclab.known_truth import world as known
+from rubriclab.known_truth.authors import reviser_answer, reviser_probabilities, writer_answer
+from rubriclab.known_truth.judge import judge_answer, paragraph_checks, read_judge_prompt
+from rubriclab.known_truth.world import (
     RECON_COVERAGE, RECON_NARROWED, RECON_STANDARD, KnownWorld, Meaning, OutsideTheWorld,
-    judge_answer, read_judge_prompt,
 )
-from rubriclab.llm.known_authors import reviser_answer, reviser_probabilities, writer_answer
 from rubriclab.recon import build_recon
 
 PERFECT = "fake/known-judge?tpr=1&tnr=1"
@@ -138,7 +138,7 @@ def test_a_paragraph_of_generic_checks_is_read_back_as_its_checks(world):
         for length in range(1, len(checklist.checks) + 1):
             prefix = checklist.prefix(length)
             prompt = read_judge_prompt(paragraph_messages("t", "o", prefix))
-            assert known.paragraph_checks(prompt.requirements, vocabulary) == [
+            assert paragraph_checks(prompt.requirements, vocabulary) == [
                 c.text for c in prefix.checks], (dataset, length)
 
 
@@ -399,4 +399,4 @@ def test_a_paragraph_with_a_requirement_outside_the_world_is_refused(world):
                       checklist.task_description)
     prompt = read_judge_prompt(paragraph_messages("t", "o", extra))
     with pytest.raises(OutsideTheWorld, match="rhymes"):
-        known.paragraph_checks(prompt.requirements, world.vocabulary("summedits"))
+        paragraph_checks(prompt.requirements, world.vocabulary("summedits"))

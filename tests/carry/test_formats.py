@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from rubriclab.carry.formats import (
+    FORMATS, MAX_RUBRIC_CHECKS, parse_rubric_checks, parse_scale_1_10,
+)
 from rubriclab.carry.revision import (
     Add, Delete, Edit, Keep, MODES, Rubric, RubricCheck, parse_revision, revision_messages,
 )
 from rubriclab.carry.sources import RECON_TASK_DESCRIPTION
 from rubriclab.llm import Request
 from rubriclab.llm.fake import fake_answer
-from rubriclab.llm.formats import (
-    FORMATS, MAX_RUBRIC_CHECKS, UnparseableAnswer, get_format, parse_rubric_checks,
-    parse_scale_1_10,
-)
+from rubriclab.llm.formats import UnparseableAnswer, get_format
 
 GGUF = (Path(__file__).resolve().parents[2] / ".cache" / "rubriclab" / "models"
         / "qwen2.5-coder-0.5b-instruct-q4.gguf")

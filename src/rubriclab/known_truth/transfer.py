@@ -1,7 +1,7 @@
 """transfer's known-truth world: scripted models that answer transfer's prompts (seed 002,
 Appendix E) from a declared world, so that the pipeline's interventional-transfer estimates
 (Equation 1, Figure 5) can be checked against rates set in the model strings
-(`rubriclab.llm.known` explains the known-truth world; this module is its transfer part).
+(`rubriclab.known_truth` explains the known-truth world; this module is its transfer part).
 
     fake/known-transfer-generator        writes each example's generated rubric
     fake/known-transfer-responder?q_pass=0.3&q_fail=0.6[&p_met=0.5][&salt=..]
@@ -29,7 +29,7 @@ vocabulary, each text with its meaning:
   rubric) it meets. It meets a criterion exactly when it has that line; a text without such a
   line (a physician's free text) meets none.
 
-What the responder does, each draw a seeded hash (`known._unit`) compared with a set rate:
+What the responder does, each draw a seeded hash (`world._unit`) compared with a set rate:
 - original response (prompt 1, sample k): each linked pair is met together (both lines) with
   probability p_met (default 0.5, a coin), drawn per (salt, k, conversation, expert criterion);
 - edit to pass (prompt 4: whole rubric, or one criterion): adds the line of every criterion
@@ -58,7 +58,7 @@ pair and 0 otherwise; "measure the same thing" and "move with" map a generated c
 its linked expert criterion; "implies" to none (an edit meets a generated criterion without
 its linked one whenever q_pass < 1).
 
-How the judge reads its prompt (the design of `known`): it sees only its prompt. It finds the
+How the judge reads its prompt (the design of `rubriclab.known_truth`): it sees only its prompt. It finds the
 example by the conversation's text, checks every criterion it is asked about is the example's
 (expert, as restated, or generated), and reads the truth off the response's lines. Each
 per-criterion score is the truth with probability tpr (met) or tnr (not met), drawn from a hash
@@ -72,7 +72,7 @@ the baselines that read them (Figure 4's physician correlation and discriminatio
 here; nor do the baselines' absolute levels, which follow from the declared links. What the
 world is for is the four Q metrics (Figure 5) and Figure 6's categories.
 
-The answers share `known.KNOWN_FINGERPRINT` in every cache key: raise its version when what
+The answers share `world.KNOWN_FINGERPRINT` in every cache key: raise its version when what
 these models answer changes.
 """
 
@@ -86,8 +86,9 @@ from math import comb
 from pathlib import Path
 from urllib.parse import parse_qs
 
-from . import known
-from .known import OutsideTheWorld
+from .world import (
+    TRANSFER_GENERATOR, TRANSFER_JUDGE, TRANSFER_RESPONDER, OutsideTheWorld, _unit, judge_rates,
+)
 
 DATA_DIR = Path("data/prepared")  # relative to the working directory of the job
 HEALTHBENCH = "healthbench.csv"
@@ -97,8 +98,8 @@ GENERATED_FORM = "Addresses the concern behind this point: {}"
 OPENING = "Here is what I would tell you."
 LINE = "- "
 
-# Markers of transfer's prompts (rubriclab.transfer.prompts, which the model layer does not
-# import); tests/llm/test_known_transfer.py answers prompts built there.
+# Markers of transfer's prompts (rubriclab.transfer.prompts, which this world does not import);
+# tests/known_truth/test_known_transfer.py answers prompts built there.
 _RESPONSE_SYSTEM = "You are a helpful AI assistant. Answer the user’s question."
 _PASS_OPENING = "Rewrite the response so it satisfies every criterion below.\n\n"
 _FAIL_OPENING = "Rewrite the response so it satisfies no criterion below.\n\n"
@@ -291,11 +292,11 @@ def responder_rates(model: str) -> ResponderRates:
 
 
 def check_options(behaviour: str, model: str) -> None:
-    """The options' values (known.check_options has checked their names)."""
-    if behaviour == known.TRANSFER_RESPONDER:
+    """The options' values (models.check_options has checked their names)."""
+    if behaviour == TRANSFER_RESPONDER:
         responder_rates(model)
-    elif behaviour == known.TRANSFER_JUDGE:
-        known.judge_rates(model)
+    elif behaviour == TRANSFER_JUDGE:
+        judge_rates(model)
 
 
 # --- what the pipeline should show --------------------------------------------------------------
@@ -388,7 +389,7 @@ def generator_answer(messages: list[dict[str, str]], world: TransferWorld) -> st
 # --- the responder ------------------------------------------------------------------------------
 
 def _draw(parts: list) -> float:
-    return known._unit(parts)
+    return _unit(parts)
 
 
 def original_response(rates: ResponderRates, sample_index: int, example: Example) -> str:
@@ -452,7 +453,7 @@ def responder_answer(model: str, sample_index: int, messages: list[dict[str, str
 def judge_scores(model: str, sample_index: int, messages: list[dict[str, str]], n: int,
                  world: TransferWorld) -> str:
     """Prompt 11: every criterion scored 1/0, the truth with probability tpr / tnr."""
-    tpr, tnr = known.judge_rates(model)
+    tpr, tnr = judge_rates(model)
     user = _user(messages)
     before_response = user.rfind(_RESPONSE)
     rubric_at = user.rfind(_RUBRIC, 0, before_response)
@@ -531,13 +532,13 @@ def matching_answer(messages: list[dict[str, str]], n: int, world: TransferWorld
 
 def transfer_answer(behaviour: str, model: str, sample_index: int, response_format: str,
                     messages: list[dict[str, str]], world: TransferWorld | None = None) -> str:
-    """The answer of a fake/known-transfer-* model (rubriclab.llm.known dispatches here)."""
+    """The answer of a fake/known-transfer-* model (known_truth.models dispatches here)."""
     world = current_world() if world is None else world
-    if behaviour == known.TRANSFER_GENERATOR and response_format == "transfer_rubric":
+    if behaviour == TRANSFER_GENERATOR and response_format == "transfer_rubric":
         return generator_answer(messages, world)
-    if behaviour == known.TRANSFER_RESPONDER and response_format == "transfer_response":
+    if behaviour == TRANSFER_RESPONDER and response_format == "transfer_response":
         return responder_answer(model, sample_index, messages, world)
-    if behaviour == known.TRANSFER_JUDGE:
+    if behaviour == TRANSFER_JUDGE:
         scores, match = _SCORES.match(response_format), _MATCH.match(response_format)
         if scores:
             return judge_scores(model, sample_index, messages, int(scores.group(1)), world)

@@ -1,60 +1,6 @@
-"""The known-truth world: scripted `fake/known-*` models that answer from the ground truth the
-pipeline itself prepared, so that carry's and verify's outputs can be checked against what they
-must show when every model does what the papers' setup assumes.
-
-    fake/known-judge?tpr=0.97&tnr=0.95   a judge with set per-check rates: a check the output
-                                         meets is answered Yes with probability tpr, a check
-                                         it does not meet No with probability tnr
-    fake/known-writer                    writes the generated draft and the label-taught rubric
-                                         (rubriclab.llm.known_authors)
-    fake/known-reviser?salt=opus&add=..&delete=..&edit=..
-                                         revises rubrics blind to meanings and labels: one
-                                         change a round drawn with set probabilities
-                                         (rubriclab.llm.known_authors)
-    fake/known-agent?pass_rate=0.7       verify's refund agent: the correct scripted run with
-                                         probability pass_rate, else a run that breaks one
-                                         line of the verifier (rubriclab.verify.known_world);
-                                         the judge also grades its replies on verify's reply
-                                         rubric, by declared meanings of the four criteria
-
-What the truth is. Only what the project generates or reads with its labels: each Recon
-report's label, planted flaw type and the finding the flaw touches
-(data/prepared/recon/reports_recon108.csv; Recon-72 is a subset), each hand check's `targets`
-(data/prepared/recon/rubrics_hand.csv), and the human labels of SummEdits and RAGTruth
-(data/prepared/<dataset>.csv).
-
-How the judge reads it (the design). The pipeline passes the scripted judge nothing it does not
-pass every judge: its prompt. The judge reads that prompt as a model would: the input and the
-output (the "Input:" and "Output:" blocks of carry's judge prompts) and the requirement(s). It
-recognises the item by its (input, output) text in the prepared tables under data/prepared/ of
-its working directory, which the run wrote before any judging job (every judged item comes from
-them); and each requirement by its text, in one of three places: the hand rubrics' table (the
-check's targets), carry's generic checklists (`GENERIC_FAULTS` below says which generic checks an
-unfaithful output fails), or the closed vocabulary of this module, the only words the scripted
-writer and reviser use, each text with its meaning declared beside it. A prompt, item or
-requirement outside the world stops the call with an error naming it: nothing is guessed.
-The truth is then a lookup, not a reading of hidden labels in the prompt: the same prompt with
-a real model would be answered from the same text.
-
-What a check means (`Meaning`). The faults it fails an output for (Recon flaw types, limited to
-named findings for a hand check that names one; "flawed" for a human-labelled dataset), a marker
-it requires in the output text (a requirement the task never stated, such as a CVSS score: the
-truth is read from the text, and no Recon report has one), or a share of outputs that do not
-meet it (a requirement the reviser adds on SummEdits / RAGTruth, met or not per output by a
-seeded hash of the requirement and the output; the labels say nothing about such requirements,
-so the world must declare it).
-
-How the judge answers. Truth, then noise: each per-check answer draws u in [0, 1) from sha256 of
-(model string, sample index, messages, check position), and answers the truth iff u < tpr (met)
-or u < tnr (not met). So each check has the fixed false-fail rate 1 - tpr (carry Figure 2), and
-the three judges of carry.judges, with their own rates and model strings, draw apart. All checks
-in one call (verdict_list_<n>): one draw per check. A paragraph of checks (yes_no): one draw on
-whether every check is met. The 1-10 scale: 1 + round(9 x the share of checks judged met, each
-with its own draw). Deterministic and offline: same prompt, same answer.
-
-The fingerprint of these models (`KNOWN_FINGERPRINT`) is part of every cache key: raise its
-version when what the scripted models answer changes, or a cache keeps the old answers.
-"""
+"""The known-truth world's ground truth: the items the pipeline prepared (by their input and
+output text), what each check the world knows means, and the options of the scripted models'
+strings (the package docstring, rubriclab.known_truth, explains the world)."""
 
 from __future__ import annotations
 
@@ -65,8 +11,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Callable
 from urllib.parse import parse_qs
 
 import yaml
@@ -74,7 +18,7 @@ import yaml
 KNOWN_FINGERPRINT = "known-v2"
 JUDGE, WRITER, REVISER = "known-judge", "known-writer", "known-reviser"
 AGENT = "known-agent"  # verify's (rubriclab.verify.known_world)
-# transfer's world (rubriclab.llm.known_transfer)
+# transfer's world (rubriclab.known_truth.transfer)
 TRANSFER_GENERATOR, TRANSFER_RESPONDER, TRANSFER_JUDGE = (
     "known-transfer-generator", "known-transfer-responder", "known-transfer-judge")
 TRANSFER_BEHAVIOURS = (TRANSFER_GENERATOR, TRANSFER_RESPONDER, TRANSFER_JUDGE)
@@ -138,8 +82,8 @@ def _word(word: str) -> str:
 
 
 # Requirements the reviser holds a good report to and the task never stated. No Recon report
-# states any of these (tests/llm/test_known.py checks every prepared report), so every report,
-# correct or flawed, fails them: carry Table 4's {3, 6, 7} after Opus review.
+# states any of these (tests/known_truth/test_known.py checks every prepared report), so every
+# report, correct or flawed, fails them: carry Table 4's {3, 6, 7} after Opus review.
 RECON_STANDARD = {
     "Does every finding give a CVSS v3.1 base score and vector string?": _word("CVSS"),
     "Does every finding cite the CIS AWS Foundations Benchmark control it breaks?":
@@ -377,89 +321,7 @@ def current_world(data_dir: Path = DATA_DIR) -> KnownWorld:
     return _world_at(str(data_dir.resolve()), stamp)
 
 
-# --- reading a judge prompt -----------------------------------------------------------------
-# carry.prompts.judge_prefix and carry.renderings build these prompts; tests/llm/test_known.py
-# checks the markers against them.
-_INPUT = "Input:\n"
-_DESCRIPTION = "\n\nThe output below is "
-_OUTPUT = "\n\nOutput:\n"
-_QUESTION = "\n\nDoes the output meet everything the requirement below asks for?"
-_REQUIREMENT = "\n\nRequirement:\n"
-_LISTED = "\n\nRequirements:\n"
-_LISTED_END = re.compile(r"\n\n(For each of the \d+ requirements above|Rate the quality)")
-_NUMBERED = re.compile(r"^\d+\. (.*)$")
-_PARAGRAPH_OPENING = "A good "
-_SUBJECT = re.compile(r"^the (\w+) (.+?)[.!?]?$", re.IGNORECASE)
-_CONNECTIVES = re.compile(r"A good output meets all of the following requirements\.|"
-                          r"A good \w+ (is )?|It (is )?also|[\s.?!]")
-
-
-@dataclass(frozen=True)
-class JudgePrompt:
-    task: str
-    output: str
-    kind: str            # "check", "paragraph" or "listed"
-    requirements: tuple[str, ...] | str  # the check, the paragraph, or the listed checks
-
-
-def read_judge_prompt(messages: list[dict[str, str]]) -> JudgePrompt:
-    user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-    if not user.startswith(_INPUT) or _DESCRIPTION not in user:
-        raise OutsideTheWorld("the known-truth judge reads carry's judge prompts (Input, "
-                              f"Output, Requirement); this one begins {user[:80]!r}")
-    task = user[len(_INPUT):user.index(_DESCRIPTION)]
-    after = user.index(_OUTPUT, user.index(_DESCRIPTION)) + len(_OUTPUT)
-    question = user.rfind(_QUESTION)
-    if question >= after:
-        requirement = user[user.index(_REQUIREMENT, question) + len(_REQUIREMENT):]
-        kind = "paragraph" if requirement.startswith(_PARAGRAPH_OPENING) else "check"
-        return JudgePrompt(task, user[after:question], kind, requirement)
-    listed = user.rfind(_LISTED)
-    end = _LISTED_END.search(user, listed if listed >= 0 else 0)
-    if listed < after or end is None:
-        raise OutsideTheWorld("the known-truth judge found no requirement in its prompt")
-    lines = user[listed + len(_LISTED):end.start()].split("\n")
-    texts = []
-    for line in lines:
-        match = _NUMBERED.match(line)
-        if not match:
-            raise OutsideTheWorld(f"the known-truth judge cannot read the listed requirement "
-                                  f"{line[:80]!r}")
-        texts.append(match.group(1))
-    return JudgePrompt(task, user[after:listed], "listed", tuple(texts))
-
-
-def paragraph_checks(paragraph: str, vocabulary: dict[str, Meaning]) -> list[str]:
-    """The checks a paragraph rendering (carry.prompts.render_paragraph) joins, in order: each
-    check's sentence (or its predicate, after "A good <noun>" or "It (is) also") found in the
-    paragraph, the longest first where two overlap."""
-    spans = []
-    for text in vocabulary:
-        match = _SUBJECT.match(text)
-        needles = [text.rstrip(".")]
-        if match:
-            predicate = match.group(2)
-            needles.append(predicate[3:] if predicate.startswith("is ") else predicate)
-        for needle in needles:
-            start = paragraph.find(needle)
-            while start >= 0:
-                spans.append((start, start + len(needle), text))
-                start = paragraph.find(needle, start + 1)
-    chosen: list[tuple[int, int, str]] = []
-    for span in sorted(spans, key=lambda s: s[0] - s[1]):
-        if all(span[1] <= c[0] or span[0] >= c[1] for c in chosen):
-            chosen.append(span)
-    rest = paragraph
-    for start, end, _ in sorted(chosen, reverse=True):
-        rest = rest[:start] + " " + rest[end:]
-    rest = _CONNECTIVES.sub("", rest)
-    if not chosen or rest:
-        raise OutsideTheWorld(f"the known-truth judge cannot read all of the paragraph "
-                              f"{paragraph[:100]!r} (unknown: {rest[:80]!r})")
-    return list(dict.fromkeys(text for _, _, text in sorted(chosen)))
-
-
-# --- answering ------------------------------------------------------------------------------
+# --- the models' options and draws ---------------------------------------------------------
 
 def _unit(parts: list) -> float:
     digest = hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
@@ -482,25 +344,6 @@ def judge_rates(model: str) -> tuple[float, float]:
     return rates[0], rates[1]
 
 
-def check_options(behaviour: str, model: str, options: set[str]) -> None:
-    unknown = options - OPTIONS[behaviour]
-    if unknown:
-        raise ValueError(f"fake model {model!r}: unknown option(s) {sorted(unknown)}; "
-                         f"fake/{behaviour} takes {sorted(OPTIONS[behaviour])}")
-    if behaviour == JUDGE:
-        judge_rates(model)
-    if behaviour == REVISER:
-        from .known_authors import reviser_probabilities
-
-        reviser_probabilities(model)
-    if behaviour == AGENT:
-        agent_pass_rate(model)
-    if behaviour in TRANSFER_BEHAVIOURS:
-        from .known_transfer import check_options as check_transfer_options
-
-        check_transfer_options(behaviour, model)
-
-
 def agent_pass_rate(model: str) -> float:
     """p of a `fake/known-agent?pass_rate=<p>` model string: required, a number in [0, 1]."""
     options = parse_qs(model.partition("?")[2])
@@ -514,72 +357,3 @@ def agent_pass_rate(model: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise ValueError(f"fake model {model!r}: pass_rate must be in [0, 1], got {value}")
     return value
-
-
-# Worlds of the works above the model layer, registered by them when imported (verify's:
-# rubriclab.verify.known_world, imported with rubriclab.verify), so that the model layer answers
-# their prompts without importing the works.
-_WORLDS: dict[str, SimpleNamespace] = {}
-
-
-def register_world(name: str, **answerers: Callable) -> None:
-    _WORLDS[name] = SimpleNamespace(**answerers)
-
-
-def registered_world(name: str, behaviour: str) -> SimpleNamespace:
-    if name not in _WORLDS:
-        raise OutsideTheWorld(f"fake/{behaviour} answers in {name}'s known-truth world, which "
-                              f"registers itself when rubriclab.{name} is imported; this "
-                              f"process has not imported it")
-    return _WORLDS[name]
-
-
-def judge_answer(model: str, sample_index: int, response_format: str,
-                 messages: list[dict[str, str]], world: KnownWorld) -> str:
-    tpr, tnr = judge_rates(model)
-    prompt = read_judge_prompt(messages)
-    item = world.item(prompt.task, prompt.output)
-
-    def judged(position: int, truth: bool) -> bool:
-        u = _unit([model, sample_index, messages, position])
-        return truth if u < (tpr if truth else tnr) else not truth
-
-    def truth_of(text: str) -> bool:
-        return world.met(item, world.meaning(text, item.dataset), text, prompt.output)
-
-    if prompt.kind == "check":
-        return "Yes" if judged(0, truth_of(prompt.requirements)) else "No"
-    if prompt.kind == "paragraph":
-        texts = paragraph_checks(prompt.requirements, world.vocabulary(item.dataset))
-        return "Yes" if judged(0, all(truth_of(t) for t in texts)) else "No"
-    verdicts = [judged(k, truth_of(text)) for k, text in enumerate(prompt.requirements)]
-    if response_format.startswith("verdict_list_"):
-        return json.dumps({"verdicts": ["yes" if v else "no" for v in verdicts]})
-    if response_format == "scale_1_10":
-        return str(1 + round(9 * sum(verdicts) / len(verdicts)))
-    raise OutsideTheWorld(f"the known-truth judge answers yes_no, verdict_list_<n> and "
-                          f"scale_1_10, not {response_format!r}")
-
-
-def known_answer(behaviour: str, model: str, sample_index: int, response_format: str,
-                 messages: list[dict[str, str]]) -> str:
-    """The answer of a `fake/known-*` model (rubriclab.llm.fake dispatches here)."""
-    if behaviour == AGENT:
-        return registered_world("verify", behaviour).agent_answer(
-            model, sample_index, response_format, messages)
-    if behaviour == JUDGE:
-        verify = _WORLDS.get("verify")
-        if verify is not None and verify.is_reply_prompt(messages):
-            return verify.reply_judge_answer(model, sample_index, response_format, messages)
-        return judge_answer(model, sample_index, response_format, messages, current_world())
-    if behaviour in TRANSFER_BEHAVIOURS:
-        from .known_transfer import transfer_answer
-
-        return transfer_answer(behaviour, model, sample_index, response_format, messages)
-    from .known_authors import reviser_answer, writer_answer
-
-    if behaviour == WRITER:
-        return writer_answer(response_format, messages)
-    if behaviour == REVISER:
-        return reviser_answer(model, sample_index, messages, current_world())
-    raise ValueError(f"unknown known-truth model {behaviour!r}")

@@ -1,4 +1,4 @@
-"""transfer's known-truth world (rubriclab.llm.known_transfer): the scripted models answer
+"""transfer's known-truth world (rubriclab.known_truth.transfer): the scripted models answer
 transfer's own prompts in the project's formats, realise the set rates, and the pipeline's
 stages and metrics fed their answers recover Q+ and Q- within their bootstrap intervals."""
 
@@ -9,15 +9,15 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from rubriclab.llm import LLMClient, LLMConfig, ModelSettings, Request
-from rubriclab.llm.fake import parse_fake_model
-from rubriclab.llm.formats import get_format
-from rubriclab.llm.formats_transfer import match_matrix
-from rubriclab.llm.known import OutsideTheWorld
-from rubriclab.llm.known_transfer import (
+from rubriclab.known_truth.transfer import (
     GENERATED_FORM, OPENING, ResponderRates, TransferWorld, edited_response, generated_text,
     judged_q, linked_text, original_response, responder_rates, stated_lines, transfer_answer,
 )
+from rubriclab.known_truth.world import OutsideTheWorld
+from rubriclab.llm import LLMClient, LLMConfig, ModelSettings, Request
+from rubriclab.llm.fake import parse_fake_model
+from rubriclab.llm.formats import get_format
+from rubriclab.transfer.formats import match_matrix
 from rubriclab.stats.bootstrap import paired_bootstrap
 from rubriclab.transfer import analysis, metrics, pipeline
 from rubriclab.transfer.ids import EXPERT

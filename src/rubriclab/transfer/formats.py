@@ -1,6 +1,7 @@
 """Response formats of the transfer work's prompts (rubriclab.transfer.prompts, Appendix E).
 
-Registered names (``TRANSFER_FORMATS``, merged into ``rubriclab.llm.formats.FORMATS``):
+Names (``TRANSFER_FORMATS``; the model layer finds them through ``response_format``, registered
+under the entry-point group "rubriclab.response_formats", see ``rubriclab.llm.formats.get_format``):
 
 - "transfer_rubric": a generated rubric, one JSON array of criterion texts (prompt 2);
 - "transfer_similarity": RubricRAG's similarity, one digit 0-9 and nothing else (prompt 7);
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import re
 
-from rubriclab.llm.formats import ResponseFormat, UnparseableAnswer, _load_strict_json
+from rubriclab.llm.formats import ResponseFormat, UnparseableAnswer, load_strict_json
 
 MAX_CRITERIA = 100  # the largest rubric the sized formats are registered for (HealthBench: <= 37)
 
@@ -78,14 +79,15 @@ def parse_generated_rubric(text: str) -> list[str]:
     Texts are returned stripped, in the answer's order. "The same" compares texts with case and
     runs of whitespace ignored (a repeated criterion cannot be judged apart from itself).
     """
-    value = _load_strict_json(text, "a rubric")
+    value = load_strict_json(text, "a rubric")
     if not isinstance(value, list):
         raise UnparseableAnswer(f"expected a JSON array of criterion texts, got {type(value).__name__}")
     if not value:
         raise UnparseableAnswer("the rubric has no criteria")
     if len(value) > MAX_CRITERIA:
         raise UnparseableAnswer(f"the rubric has {len(value)} criteria, more than {MAX_CRITERIA}")
-    criteria, seen = [], {}
+    criteria: list[str] = []
+    seen: dict[str, int] = {}
     for index, entry in enumerate(value):
         if not isinstance(entry, str) or not entry.strip():
             raise UnparseableAnswer(f"criterion {index} must be a non-empty string, got {entry!r:.60}")
@@ -122,7 +124,7 @@ def parse_restated(text: str) -> dict[str, str]:
 
     At least one entry; each text a non-empty string without a line break, returned stripped.
     """
-    value = _load_strict_json(text, "a restatement")
+    value = load_strict_json(text, "a restatement")
     if not isinstance(value, dict):
         raise UnparseableAnswer(f"expected a JSON object of number -> text, got {type(value).__name__}")
     if not value:
@@ -172,7 +174,7 @@ def parse_scores(text: str, n: int) -> list[int]:
     Returns the n scores in criterion order. Scores are the JSON integers 1 and 0 (not true,
     false, "1" or 1.0), as in the judge prompt's example {"0": 1, "1": 0}.
     """
-    value = _load_strict_json(text, "the scores")
+    value = load_strict_json(text, "the scores")
     if not isinstance(value, dict):
         raise UnparseableAnswer(f"expected a JSON object of criterion number -> 1 or 0, got {type(value).__name__}")
     expected = [str(i) for i in range(n)]
@@ -211,7 +213,7 @@ def parse_match(text: str, n: int) -> list[list[int]]:
     refused ("Never put a G label in a value"). Returns, for each generated criterion in order,
     the sorted true-criterion numbers j. Their range is checked by ``match_matrix``.
     """
-    value = _load_strict_json(text, "the tool call")
+    value = load_strict_json(text, "the tool call")
     if not isinstance(value, dict) or set(value) != {"indices"}:
         raise UnparseableAnswer('expected a JSON object with the one field "indices"')
     indices = value["indices"]
@@ -336,3 +338,9 @@ for _n in range(1, MAX_CRITERIA + 1):
     TRANSFER_FORMATS[f"{SCORES_PREFIX}{_n}"] = _sized_scores(_n)
     TRANSFER_FORMATS[f"{MATCH_PREFIX}{_n}"] = _sized_match(_n)
 del _n
+
+
+def response_format(name: str) -> ResponseFormat | None:
+    """The transfer format called `name`, or None if it is not one (entry point "transfer" of
+    "rubriclab.response_formats")."""
+    return TRANSFER_FORMATS.get(name)

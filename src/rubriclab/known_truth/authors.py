@@ -1,8 +1,8 @@
 """The known-truth world's scripted authors: the rubric writer and the reviser
-(`rubriclab.llm.known` explains the world).
+(`rubriclab.known_truth` explains the world).
 
 fake/known-writer answers carry's rubric-source prompts (rubriclab.carry.sources) with the
-vocabulary of `known`: the label-taught rubric (the prompt shows labelled examples) is a check
+vocabulary of `world`: the label-taught rubric (the prompt shows labelled examples) is a check
 per kind of flaw the labels show, with Recon's open coverage check; the generated draft (no
 labels) mixes real checks with requirements the task never stated. At most the number of checks
 the prompt asks for, in the order below.
@@ -20,11 +20,11 @@ it fails), nor any label. Each round it draws ONE action from the set probabilit
 
 Which check it deletes or edits is uniform over the rubric's checks. What it adds is uniform
 over every requirement text the world declares for the dataset's writer and reviser
-(`known.dataset_vocabulary`: on Recon the label-taught checks with the open coverage check, its
+(`world.dataset_vocabulary`: on Recon the label-taught checks with the open coverage check, its
 narrowed form, and the requirements no report meets; on SummEdits / RAGTruth the label-taught,
 generated and share-unmet requirements) that the rubric does not already hold. What an edit
 writes is uniform over the forms the world declares for the check, so the judge can read it
-(`known.edited_meaning`): on Recon a check as written (a hand check or one of the vocabulary)
+(`world.edited_meaning`): on Recon a check as written (a hand check or one of the vocabulary)
 with one of STRICT_CLAUSES appended, and for the open coverage check also RECON_NARROWED. The
 world declares no edit form on SummEdits / RAGTruth, nor for a check already edited.
 Deterministic fallbacks: an edit drawn on a check with no form passes to the next check of a
@@ -51,7 +51,7 @@ import random
 import re
 from urllib.parse import parse_qs
 
-from .known import (
+from .world import (
     LABELLED_VOCABULARY, RECON, RECON_COVERAGE, RECON_LABEL, RECON_NARROWED, STRICT_CLAUSES,
     KnownWorld, OutsideTheWorld, dataset_vocabulary,
 )
@@ -174,7 +174,7 @@ def draw_action(mode: str, probabilities: dict[str, float], u: float) -> str:
     if mode == "delete_only":
         return "delete" if u < delete else "none"
     if mode == "fixed_count":
-        steps = (("swap", add + delete), ("edit", add + delete + edit))
+        steps: tuple[tuple[str, float], ...] = (("swap", add + delete), ("edit", add + delete + edit))
     else:
         steps = (("add", add), ("delete", add + delete), ("edit", add + delete + edit))
     return next((action for action, bound in steps if u < bound), "none")
