@@ -1,5 +1,5 @@
 """The known-truth world end to end (config/known_truth.yaml at a small size): with scripted
-models that answer from the project's own ground truth (rubriclab.llm.known), carry's and
+models that answer from the project's own ground truth (rubriclab.known_truth), carry's and
 verify's outputs show what the papers claim where the claims follow from the setup.
 
 Two tests need the gates to have evidence on the environments a hand chain is scored on
@@ -21,7 +21,7 @@ from ..shared_runs import SharedRun
 
 from tests.snakemake_run import run_snakemake
 
-pytestmark = pytest.mark.pipeline
+pytestmark = [pytest.mark.pipeline, pytest.mark.long]
 
 REPO = Path(__file__).resolve().parents[2]
 JUDGES = ["fake/known-judge?tpr=0.97&tnr=0.99", "fake/known-judge?tpr=0.98&tnr=0.99"]
@@ -35,30 +35,12 @@ FAR = 30.0
 
 def _make_known_truth(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("known_truth")
-    overlay = yaml.safe_load((REPO / "config" / "known_truth.yaml").read_text())
+    # config/known_truth.yaml at a small size, with JUDGES and MAIN_JUDGE (.test/README.md)
     small = {
+        **yaml.safe_load((REPO / ".test" / "config" / "known_truth.yaml").read_text()),
         "data_mirror": os.environ.get("RUBRICLAB_DATA_MIRROR")
                        or str((REPO / ".." / "shared" / "data").resolve()),
         "cache_dir": str(workdir / "cache"),
-        "models": {**overlay["models"], "judge": MAIN_JUDGE,
-                   "revisers": [overlay["models"]["reviser"]]},
-        "datasets": {name: {"max_task_chars": 2000, "evaluation": {"correct": 40, "flawed": 40},
-                            "calibration": {"correct": 40, "flawed": 40}}
-                     for name in ("summedits", "ragtruth")},
-        "carry": {
-            "fig2": {"runs": 2, "lengths": [3, 6, 10]},
-            "judges": JUDGES,
-            # four evaluation and two calibration environments (seed 0)
-            "recon": {"environments": ["network", "compute", "database", "secrets",
-                                       "storage", "identity"],
-                      "table4_environment": "storage"},
-            "chains": {"seeds": [1, 2],
-                       "recon": {"rounds": 3, "chains": ["hand:free", "label:free"]},
-                       **{name: {"rounds": 1, "chains": ["label:free"]}
-                          for name in ("summedits", "ragtruth")}},
-        },
-        "verify": {"trials": 2, "max_steps": 3, "bootstrap": 2000},
-        "transfer": overlay["transfer"],
     }
     config = workdir / "known_truth_small.yaml"
     config.write_text(yaml.safe_dump(small))

@@ -13,7 +13,7 @@ from rubriclab.llm.redact import REDACTED
 from ..llm.loopback import LoopbackServer, echoes_key_in_401
 from .test_workflow import run, write_config
 
-pytestmark = pytest.mark.pipeline
+pytestmark = [pytest.mark.pipeline, pytest.mark.long]
 
 TARGET = "results/carry/fig2/summedits/verdicts.csv"
 JOURNAL = "results/ledger/attempts/carry_fig2_judge-summedits.jsonl"

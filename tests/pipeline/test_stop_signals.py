@@ -15,7 +15,7 @@ import yaml
 from ..llm.loopback import LoopbackServer
 from .test_workflow import run, snakemake_cmd, write_config
 
-pytestmark = pytest.mark.pipeline
+pytestmark = [pytest.mark.pipeline, pytest.mark.long]
 
 TARGET = "results/carry/fig2/summedits/verdicts.csv"
 JOB_LOG = "logs/carry_fig2_judge/summedits.log"

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from rubriclab.config import merge_config
 from rubriclab.files import model_slug
 from rubriclab.llm.cache import SQLiteCache
 from rubriclab.llm.fake import call_digest
@@ -27,40 +28,33 @@ REPO = Path(__file__).resolve().parents[2]
 SECOND_JUDGE = "fake/hash?delay_s=0"
 
 
-def write_config(workdir: Path, judge: str, n: int = 3, **llm) -> Path:
-    config = {
-        "data_mirror": str((REPO / ".." / "shared" / "data").resolve()),
-        "cache_dir": str(workdir / "cache"),
+def fake_models(judge: str, **llm) -> dict:
+    """Every model `judge`, as .test/config/fake.yaml has fake/hash, with SECOND_JUDGE."""
+    return {
         "models": {"judge": judge, "agent": judge, "generator": judge, "reviser": judge},
         # The fake models stand in for paid ones here (resume, reuse, claims): cached as theirs.
         "llm": {"per_model": {judge: {"concurrency": 1, "backoff_s": 0.0, **llm}},
                 "progress_interval_s": 0.5, "cache_fake_answers": True},
-        "datasets": {
-            name: {"evaluation": {"correct": n, "flawed": n},
-                   "calibration": {"correct": 2, "flawed": 2},
-                   "max_task_chars": 2000, "seed": 0}
-            for name in ("summedits", "ragtruth")
-        },
-        "carry": {"fig2": {"runs": 2, "lengths": [3, 5, 10]},
-                  # A second judge string with the same answers: Table 2 gets two columns.
-                  "judges": [judge, SECOND_JUDGE],
-                  # two environments, so leave-one-environment-out has evidence to leave out
-                  "recon": {"environments": ["storage", "network"],
-                            "table4_environment": "storage"},
-                  "chains": {"seeds": [1],
-                             "recon": {"rounds": 2, "chains": ["hand:free", "label:free"],
-                                       "main_reviser_chains": [
-                                           f"{start}:{mode}" for start in ("hand", "label")
-                                           for mode in ("fixed_count", "delete_only")]},
-                             **{name: {"rounds": 1, "chains": ["generated:free", "label:free"]}
-                                for name in ("summedits", "ragtruth")}}},
+        # A second judge string with the same answers: Table 2 gets two columns.
+        "carry": {"judges": [judge, SECOND_JUDGE]},
         "transfer": {"generators": [judge, SECOND_JUDGE], "response_model": judge,
                      "panel": [f"{judge}@0", f"{judge}@1", f"{judge}@2"],
                      "panel_choices": {"first_two": [f"{judge}@0", f"{judge}@1"]},
-                     "degrader": judge, "judge_votes": 3, "judge_temperature": 1.0,
-                     "criteria_per_rubric": 2, "embedding_model": "fake-embed/words"},
-        "verify": {"trials": 2, "max_steps": 3, "bootstrap": 500},
+                     "degrader": judge, "embedding_model": "fake-embed/words"},
     }
+
+
+def write_config(workdir: Path, judge: str, n: int = 3, **llm) -> Path:
+    """.test/config/small.yaml (the embedded default at test sizes), `n` correct and `n`
+    flawed evaluation items of each dataset, every model `judge` (fake_models)."""
+    config = yaml.safe_load((REPO / ".test" / "config" / "small.yaml").read_text())
+    merge_config(config, {
+        "data_mirror": str((REPO / ".." / "shared" / "data").resolve()),
+        "cache_dir": str(workdir / "cache"),
+        **fake_models(judge, **llm),
+        "datasets": {name: {"evaluation": {"correct": n, "flawed": n}}
+                     for name in ("summedits", "ragtruth")},
+    })
     path = workdir / "test_config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -195,6 +189,7 @@ def test_manifest_counts_the_prepared_split_and_what_was_left_out(finished_run):
     assert sum(manifest["left_out"].values()) == len(left_out)
 
 
+@pytest.mark.long
 def test_rerun_after_deleting_outputs_makes_no_model_call(own_copy_of_the_run):
     workdir, config = own_copy_of_the_run
     first = ledger_rows(workdir)
@@ -277,6 +272,7 @@ def test_a_config_that_breaks_the_schema_fails_naming_the_key(tmp_path):
     assert "config key 'carry.fig2.runs'" in result.stderr + result.stdout
 
 
+@pytest.mark.long
 def test_sigkill_mid_judging_loses_no_finished_call(tmp_path):
     """Kill the whole run while it judges, rerun: no answer stored before the kill is asked
     again, and the final table equals that of an uninterrupted run."""
@@ -576,6 +572,7 @@ def test_the_verdict_browser_of_the_run_loads_in_headless_chromium(finished_run)
     assert screenshot.read_bytes()[:4] == b"\x89PNG", f"screenshot at {screenshot}"
 
 
+@pytest.mark.long
 def test_swapping_the_reviser_reruns_only_revisions_gates_and_figures(own_copy_of_the_run):
     """The judge is asked only about new check texts."""
     workdir, config = own_copy_of_the_run

@@ -22,6 +22,7 @@ from rubriclab.data.hub import check_source as check_hub_source
 from rubriclab.data.own import misspelt_datasets
 from rubriclab.job_signals import pass_stop_signals_to_jobs
 from rubriclab.llm.progress import RUN_PLAN_VARIABLE, write_run_plan
+from rubriclab.llm.providers import provider_for
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.sizing import model_job_size, small_job_size
 from rubriclab.files import model_slug, tree_fingerprint
@@ -33,17 +34,16 @@ from rubriclab.runs import (
     enter_named_run,
     targets_in_run,
 )
+from rubriclab.config_schema import coerce_command_line, unknown_keys
 from rubriclab.validate import (
     check_before_first_job,
     check_call_settings,
-    coerce_command_line,
     configured_models,
     endpoint_problems,
     mirror_problems,
     model_problems,
     raise_if,
     stand_in_problems,
-    unknown_keys,
 )
 from rubriclab.labels import DATASET_TITLES, ModelLabels
 from rubriclab.markup import caption_record
@@ -71,31 +71,37 @@ _validated, RUN_DIR = enter_named_run(
     _validated, os.getcwd(), workflow.overwrite_workdir
 )
 # An ablation of another run (`base_run: <name>`) starts from the jobs it shares with it: they
-# are copied from the base run's folder before Snakemake decides what to run (rubriclab.reuse),
-# in _prepare_dag below, where Snakemake knows whether this is a dry run (which copies nothing).
+# are copied from the base run's folder now, while the Snakefile is read, before Snakemake builds
+# its DAG (rubriclab.reuse). A dry run (-n, which Snakemake's output settings hold before the
+# Snakefile is read) copies nothing and counts them. Only the main process copies, never a
+# job's Snakemake nor the child that reads the base run.
 _BASE_RUN = base_run_directory(_validated, os.getcwd())
-_REUSE = (
-    (workflow.main_snakefile, dict(_validated), os.getcwd(), _BASE_RUN, RUN_DIR)
-    if _BASE_RUN
-    and workflow.is_main_process
-    and not os.environ.get(EVALUATE_IN_VARIABLE)
-    else None
-)
+if _BASE_RUN and workflow.is_main_process and not os.environ.get(EVALUATE_IN_VARIABLE):
+    _dry = workflow.output_settings is not None and workflow.output_settings.dryrun
+    _reuse = reuse_base_run(
+        workflow.main_snakefile,
+        dict(_validated),
+        os.getcwd(),
+        _BASE_RUN,
+        RUN_DIR,
+        dry=_dry,
+    )
+    print(_reuse.summary(), file=sys.stderr)
 config.clear()
 config.update(_validated)
 
 
-def _before_the_dag(prepare_dag):
-    """What is done once Snakemake knows its targets and mode, before it builds the DAG: the
-    base run's up-to-date jobs copied (above; a dry run only counts them), and the command
-    line's targets, which Snakemake reads relative to the run's folder: `runs/<name>/...` of
-    the named run <name> is made as `...`, one of another run is refused with what to type
-    (rubriclab.runs.targets_in_run)."""
+def _targets_in_run(prepare_dag):
+    """The command line's targets, which Snakemake reads relative to the run's folder:
+    `runs/<name>/...` of the named run <name> is made as `...`, one of another run is refused
+    with what to type (rubriclab.runs.targets_in_run). Snakemake hands the Snakefile its targets
+    only after reading it (DAGSettings, set on the workflow once the Snakefile is parsed) and
+    reads them first thing in the DAG's preparation, with no public hook between the two
+    (onstart runs after the DAG is built): so this one wrapper of a Snakemake method remains,
+    and it changes nothing but the targets (snakemake 9.27, pinned in pyproject.toml).
+    """
 
     def prepare(*args, **kwargs):
-        if _REUSE is not None:
-            reuse = reuse_base_run(*_REUSE, dry=workflow.dryrun)
-            print(reuse.summary(), file=sys.stderr)
         settings = workflow.dag_settings
         settings.targets = frozenset(
             targets_in_run(settings.targets, config.get("run"))
@@ -105,7 +111,8 @@ def _before_the_dag(prepare_dag):
     return prepare
 
 
-workflow._prepare_dag = _before_the_dag(workflow._prepare_dag)
+if workflow.is_main_process:
+    workflow._prepare_dag = _targets_in_run(workflow._prepare_dag)
 # Relative paths of your own data (datasets.<name>.file, .checklist) are the launching
 # directory's, also in a named run, which works in runs/<name>/.
 LAUNCH_DIR = os.getcwd()
@@ -278,9 +285,9 @@ def model_resources(model, role):
     asks for (rubriclab.sizing, docs/cluster.md).
     """
     size = model_job_size(_LLM_CONFIG, model, role)
-    if model.startswith("local/"):
+    if provider_for(model).embedded:
         return {"local_llm": 1, "api_calls": 0, **size}
-    if model.startswith("fake/"):
+    if not provider_for(model).remote:
         return {"local_llm": 0, "api_calls": 0, **size}
     settings = {
         **config["llm"]["defaults"],

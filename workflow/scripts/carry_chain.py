@@ -4,17 +4,15 @@ from pathlib import Path
 
 from rubriclab.carry.experiment import chain_counts, run_reviser_chain
 from rubriclab.carry.sources import read_rubric_set
-from rubriclab.llm import Ledger, LLMClient, LLMConfig
+from rubriclab.model_job import job_client
 from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])
 params, wildcards = snakemake.params, snakemake.wildcards
 header, start = read_rubric_set(snakemake.input.start)
-config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
 name = (f"{wildcards.cdataset}/{wildcards.reviser}/{wildcards.source}-{wildcards.mode}"
         f"-seed{wildcards.seed}")
-ledger = Ledger(snakemake.output.ledger, rule=f"carry_chain[{name}]")
-with LLMClient(config, ledger=ledger, role="reviser") as client:
+with job_client(snakemake, f"carry_chain[{name}]", "reviser") as client:
     record = run_reviser_chain(
         start, rounds=params.rounds, mode=wildcards.mode, seed=int(wildcards.seed),
         reviser=params.reviser, temperature=params.temperature, max_tokens=params.max_tokens,

@@ -1,7 +1,7 @@
 import pandas as pd
 
 from rubriclab.carry.judge_fig2 import judge_items, read_checklist_json
-from rubriclab.llm import Ledger, LLMClient, LLMConfig
+from rubriclab.model_job import job_client
 from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])
@@ -9,9 +9,7 @@ params = snakemake.params
 dataset = snakemake.wildcards.dataset
 items = pd.read_csv(snakemake.input.table, keep_default_na=False)
 items = items[items["split"] == "evaluation"]
-config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
-ledger = Ledger(snakemake.output.ledger, rule=f"carry_fig2_judge[{dataset}]")
-with LLMClient(config, ledger=ledger, role="judge") as client:
+with job_client(snakemake, f"carry_fig2_judge[{dataset}]", "judge") as client:
     verdicts = judge_items(
         client, items, read_checklist_json(snakemake.input.checklist),
         lengths=params.lengths, runs=params.runs, judge=params.judge,

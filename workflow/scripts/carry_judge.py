@@ -1,7 +1,7 @@
 from rubriclab.carry.analysis import read_chains
 from rubriclab.carry.experiment import JudgeSpec, judge_items_and_rubrics, read_items
 from rubriclab.carry.sources import read_start_sets, task_description
-from rubriclab.llm import Ledger, LLMClient, LLMConfig
+from rubriclab.model_job import job_client
 from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])
@@ -9,10 +9,8 @@ params, wildcards = snakemake.params, snakemake.wildcards
 items = read_items(snakemake.input.carry_items)
 starts = read_start_sets(snakemake.input.starts)
 chains = [chain.record for chain in read_chains(snakemake.input.chains)]
-config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
-ledger = Ledger(snakemake.output.ledger, rule=f"carry_judge[{wildcards.cdataset}/{params.judge}]")
 spec = JudgeSpec(params.judge, params.votes, params.temperature, params.max_tokens)
-with LLMClient(config, ledger=ledger, role="judge") as client:
+with job_client(snakemake, f"carry_judge[{wildcards.cdataset}/{params.judge}]", "judge") as client:
     verdicts = judge_items_and_rubrics(
         client, wildcards.cdataset, items, starts, chains, task_description(wildcards.cdataset),
         spec, renderings=params.renderings)

@@ -2,15 +2,14 @@ import logging
 
 from rubriclab.carry.experiment import read_items
 from rubriclab.carry.sources import build_model_rubric, write_rubric_set
-from rubriclab.llm import Ledger, LLMClient, LLMConfig
+from rubriclab.model_job import job_client
 from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])
 params, wildcards = snakemake.params, snakemake.wildcards
 items = read_items(snakemake.input.teaching)
-config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
-ledger = Ledger(snakemake.output.ledger, rule=f"carry_rubric[{wildcards.cdataset}/{wildcards.source}]")
-with LLMClient(config, ledger=ledger, role="generator") as client:
+rule = f"carry_rubric[{wildcards.cdataset}/{wildcards.source}]"
+with job_client(snakemake, rule, "generator") as client:
     rubrics, meta = build_model_rubric(
         client, wildcards.cdataset, wildcards.source, items, model=params.model,
         n_checks=params.n_checks, temperature=params.temperature, max_tokens=params.max_tokens,

@@ -1,10 +1,10 @@
 import json
 from pathlib import Path
 
+from rubriclab.config import config_digest
 from rubriclab.llm.ledger import (calls_per_distinct_request, cost_report_markdown,
                                   read_earlier_attempts, read_ledgers, summarize)
 from rubriclab.plan.compare import bill_markdown, read_plan
-from rubriclab.plan.report import config_digest
 from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])

@@ -4,13 +4,18 @@ from rubriclab import browser
 from rubriclab.carry.judge_fig2 import read_checklist_json
 from rubriclab.carry.sources import read_rubric_set
 from rubriclab.llm import LLMConfig
-from rubriclab.llm.cache import open_cache
+from rubriclab.llm.storage import open_cache
 from rubriclab.llm.ledger import read_ledgers
 from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])
 inputs, params = snakemake.input, snakemake.params
-read = lambda path: pd.read_csv(path, keep_default_na=False)
+
+
+def read(path):
+    return pd.read_csv(path, keep_default_na=False)
+
+
 tables = []
 for study, verdicts, checklists, datasets in (
         ("carry fig2", inputs.fig2, inputs.fig2_checklists, params.fig2_datasets),

@@ -1,15 +1,13 @@
 import pandas as pd
 
-from rubriclab.llm import Ledger, LLMClient, LLMConfig
+from rubriclab.model_job import job_client
 from rubriclab.runtime import configure_logging
-from rubriclab.verify.refund import RUBRIC_CRITERIA, grade_reply
+from rubriclab.verify.reply_rubric import RUBRIC_CRITERIA, grade_reply
 
 configure_logging(snakemake.log[0])
 trials = pd.read_csv(snakemake.input.trials, keep_default_na=False)
-config = LLMConfig.from_dict(snakemake.config["llm"], cache_dir=snakemake.config["cache_dir"])
 rows = []
-with LLMClient(config, ledger=Ledger(snakemake.output.ledger, rule="verify_reply_rubric"),
-               role="judge") as client:
+with job_client(snakemake, "verify_reply_rubric", "judge") as client:
     # Correctness is the gate: only replies of trials the verifier passed are judged. Each
     # trial's reply is its own judgement (the trial as sample index, as its agent's turns), so
     # two trials that wrote the same reply are not answered from one cached verdict.
