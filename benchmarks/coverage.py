@@ -19,8 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-from rubriclab.stats.coverage import (StudySize, cell_markdown, decisions, exact_markdown,
-                                      run_study, summary_markdown)
+from rubriclab.stats.coverage import StudySize, run_study
+from rubriclab.stats.coverage_report import (cell_markdown, decisions, exact_markdown,
+                                             summary_markdown)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     print(summary_markdown(table))
     chosen = decisions(table)
     if chosen:
-        print("## Decisions (rules in rubriclab.stats.coverage.decisions)\n")
+        print("## Decisions (rules in rubriclab.stats.coverage_report.decisions)\n")
         for key, value in chosen.items():
             print(f"- {key}: {value}")
         print()

@@ -9,7 +9,8 @@ import pytest
 
 from rubriclab import browser as B
 from rubriclab.llm import Request
-from rubriclab.llm.cache import SQLiteCache, make_answer
+from rubriclab.llm.cache import SQLiteCache
+from rubriclab.llm.cache_records import make_answer
 from rubriclab.llm.request import cache_key
 
 from .headless_chromium import OUTPUT, Chromium, chromium_or_skip

@@ -16,8 +16,8 @@ import pytest
 from docutils.core import publish_parts
 
 from rubriclab.config import ConfigError, load_yaml, merged_config, validate_config
+from rubriclab.config_schema import unknown_keys
 from rubriclab.markup import caption_record, rst_escaped, rst_text
-from rubriclab.validate import unknown_keys
 
 from .headless_chromium import Chromium, chromium_or_skip
 

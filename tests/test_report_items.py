@@ -3,7 +3,6 @@ an ablation the items copied from the base run marked as such."""
 
 import asyncio
 import os
-import time
 
 import pytest
 

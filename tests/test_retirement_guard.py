@@ -6,8 +6,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from rubriclab.config import ConfigError, validate_config
-from rubriclab.plan.report import config_digest
+from rubriclab.config import ConfigError, config_digest, validate_config
 from rubriclab.validate import check_before_first_job, retirement_problems, run_horizon
 
 TODAY = date(2026, 12, 4)

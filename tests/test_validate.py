@@ -3,10 +3,12 @@
 import pytest
 
 from rubriclab.config import ConfigError, load_yaml, validate_config
-from rubriclab.llm.cache import SQLiteCache, make_answer
+from rubriclab.llm.cache import SQLiteCache
+from rubriclab.llm.cache_records import make_answer
 from rubriclab.llm.request import Message, Request
-from rubriclab.validate import (budget_problems, check_before_first_job, coerce_command_line, configured_models,
-                                key_problems, missing_keys, model_problems, unknown_keys)
+from rubriclab.config_schema import coerce_command_line, unknown_keys
+from rubriclab.validate import (budget_problems, check_before_first_job, configured_models,
+                                key_problems, missing_keys, model_problems)
 
 PROVIDERS = ["openai", "anthropic", "ollama", "hosted_vllm"]
 

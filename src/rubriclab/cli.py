@@ -28,24 +28,30 @@ import argparse
 import sqlite3
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rubriclab import __version__
-from rubriclab.llm.cache import AnswerStore, open_cache
+from rubriclab.llm.providers import provider_for
+from rubriclab.llm.storage import AnswerCache, open_cache
 from rubriclab.llm.settings import LLMConfig
+
+if TYPE_CHECKING:
+    from rubriclab.llm.cache import SQLiteCache
+    from rubriclab.llm.cache_pg import PostgresCache
 
 
 def _config(args: argparse.Namespace) -> LLMConfig:
     return LLMConfig.from_dict({}, cache_dir=args.cache_dir)
 
 
-def _cache(args: argparse.Namespace) -> AnswerStore:
+def _cache(args: argparse.Namespace) -> SQLiteCache | PostgresCache:
     """The cache (a SQLite file, or a PostgreSQL database where --cache-dir or RUBRICLAB_CACHE
     is a postgresql:// URL), opened for writing by `import` and read-only by `stats` and
     `export` (which so never create a cache, nor write to a read-only one)."""
     return open_cache(_config(args), read_only=args.action != "import")
 
 
-def _fingerprints(store: AnswerStore, config: LLMConfig, declared: list[str]) -> dict[str, str]:
+def _fingerprints(store: AnswerCache, config: LLMConfig, declared: list[str]) -> dict[str, str]:
     """Fingerprints for entries stored before fingerprints were recorded: those named on the
     command line, and those of fake and embedded models, which this machine can compute."""
     from rubriclab.llm.backends import Backends
@@ -58,7 +64,7 @@ def _fingerprints(store: AnswerStore, config: LLMConfig, declared: list[str]) ->
         named[model] = fingerprint
     backends = Backends(config)
     for model in store.models_without_fingerprint():
-        if model in named or not model.startswith(("fake/", "local/")):
+        if model in named or not provider_for(model).computes_fingerprint:
             continue
         try:
             named[model] = backends.fingerprint(model)
@@ -182,9 +188,9 @@ def main(argv: list[str] | None = None) -> int:
                 for model, count in store.counts_by_model():
                     print(f"{count:8d}  {model}")
                 print(f"{len(store):8d}  total ({store.location})")
-                paid = getattr(store, "paid_requests", None)
+                paid = store.paid_requests()
                 if paid is not None:  # a PostgreSQL cache: every host's ledger rows
-                    calls, distinct = paid()
+                    calls, distinct = paid
                     ratio = f"{calls / distinct:.3f}" if distinct else "-"
                     print(f"{calls:8d}  requests paid for by the runs' jobs, {distinct} distinct "
                           f"({ratio} per distinct request)")

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import unicodedata
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ class ConfigError(ValueError):
 # ten) is one line naming its key, the schema is a dict, and the config is a fresh deep copy.
 # Defaults are filled only into objects: Snakemake's would call setdefault on a null section
 # whose properties have defaults (the schema avoids those, see hub_source).
-def _with_defaults(validator_class: type) -> type:
+def _with_defaults(validator_class: Any) -> Any:
     validate_properties = validator_class.VALIDATORS["properties"]
 
     def set_defaults(validator: Any, properties: dict, instance: Any, schema: dict) -> Any:
@@ -47,7 +48,7 @@ DefaultFillingValidator = _with_defaults(Draft202012Validator)
 
 
 def key_path(path: Any) -> str:
-    parts = []
+    parts: list[str] = []
     for part in path:
         parts.append(f"[{part}]" if isinstance(part, int) else (("." if parts else "") + str(part)))
     return "".join(parts) or "<top level>"
@@ -186,7 +187,7 @@ def load_yaml(path: str | Path) -> Any:
         return yaml.safe_load(fh)
 
 
-def apply_env_overrides(config: dict[str, Any], environ: dict[str, str] | None = None) -> dict[str, Any]:
+def apply_env_overrides(config: dict[str, Any], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Environment variables fill config keys that the config leaves unset (null or absent)."""
     environ = os.environ if environ is None else environ
     updated = dict(config)

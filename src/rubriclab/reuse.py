@@ -155,7 +155,7 @@ def copy_up_to_date_jobs(workflow: Any, base: Path, into: Path, dry: bool = Fals
             reuse.already_there += 1
             continue
         reuse.reused.append(f"{job.rule.name}: {job.output[0]}")
-        if dry:
+        if target is None:  # a dry run
             continue
         benchmark = [str(job.benchmark)] if job.benchmark else []
         for path in [*map(str, job.output), *map(str, job.log), *benchmark]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, MutableMapping
+from typing import Any, MutableMapping, overload
 
 from .config import ConfigError
 from .llm.settings import DEFAULT_CACHE_DIR, is_cache_url
@@ -25,6 +25,14 @@ PATH_VARIABLES = ("RUBRICLAB_CACHE", "RUBRICLAB_MODELS_DIR", "RUBRICLAB_DATA_MIR
 # Set only by rubriclab.reuse for the process that loads a named run's workflow in its base
 # run's folder, to ask Snakemake which jobs are up to date there (see rubriclab.reuse).
 EVALUATE_IN_VARIABLE = "RUBRICLAB_EVALUATE_RUN_IN"
+
+
+@overload
+def run_directory(name: None, launch_dir: str | Path) -> None: ...
+
+
+@overload
+def run_directory(name: str, launch_dir: str | Path) -> Path: ...
 
 
 def run_directory(name: str | None, launch_dir: str | Path) -> Path | None:

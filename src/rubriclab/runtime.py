@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
+from types import TracebackType
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -25,7 +26,8 @@ def configure_logging(log_path: str | Path | None = None, level: int = logging.I
     sys.excepthook = _log_uncaught
 
 
-def _log_uncaught(exc_type: type[BaseException], exc: BaseException, tb: object) -> None:
+def _log_uncaught(exc_type: type[BaseException], exc: BaseException,
+                  tb: TracebackType | None) -> None:
     """Uncaught errors go to the rule's log as well as the terminal."""
     logging.getLogger("rubriclab").critical("%s: %s", exc_type.__name__, exc,
                                             exc_info=(exc_type, exc, tb))

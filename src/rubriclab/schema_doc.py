@@ -44,7 +44,7 @@ def _type(schema: dict[str, Any]) -> str:
     kind = schema.get("type")
     if kind is None:
         if "oneOf" in schema or "anyOf" in schema:
-            return " or ".join(_type(s) for s in schema.get("oneOf", schema.get("anyOf")))
+            return " or ".join(_type(s) for s in schema["oneOf" if "oneOf" in schema else "anyOf"])
         return schema.get("format", "any")
     kinds = kind if isinstance(kind, list) else [kind]
     if "array" in kinds and isinstance(schema.get("items"), dict):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from rubriclab.llm.providers import provider_for
 from rubriclab.llm.settings import LLMConfig
 
 # A job that calls no model: pandas, matplotlib, scipy's bootstraps over tables of at most a
@@ -40,9 +41,10 @@ LOCAL_RUNTIME_MIN = 720
 
 def model_job_size(llm: LLMConfig, model: str, role: str | None) -> dict[str, int]:
     """`mem_mb` and `runtime` of a job whose calls go to `model` in `role`."""
-    if model.startswith("fake/"):
+    family = provider_for(model)
+    if family.scripted:  # answered by code in the job's own process
         return {"mem_mb": SMALL_MEM_MB, "runtime": SMALL_RUNTIME_MIN}
-    if model.startswith("local/"):
+    if family.embedded:
         return {"mem_mb": LOCAL_MEM_MB, "runtime": LOCAL_RUNTIME_MIN}
     if llm.batch_for(model, role):
         wait_min = math.ceil(llm.settings_for(model).batch_max_wait_s / 60)

@@ -1,9 +1,7 @@
 """Checks made before the first job, each problem on one line naming the config key.
 
-- `coerce_command_line`: values given with `snakemake --config` in nested form arrive as
-  strings (Snakemake reads them with YAML's BaseLoader); where the schema wants a number, a
-  boolean or null, the string is read as YAML, so `carry="{fig2: {runs: 2}}"` means runs = 2.
-- `unknown_keys`: a key the schema does not know, with the closest known key (difflib).
+- The config against its schema (--config strings coerced, unknown keys named):
+  rubriclab.config_schema.
 - `model_problems`: every model string the config names has a provider litellm knows
   (`fake/` and `local/` are rubriclab's own); checked at parse time, so a dry run catches it.
 - `stand_in_problems`: a `stand_ins` key that is not a model the config names (parse time).
@@ -34,111 +32,16 @@
 
 from __future__ import annotations
 
-import copy
 import difflib
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from .config import ConfigError, config_digest, key_path
+from .config import ConfigError, config_digest
+from .config_schema import coerce_command_line, unknown_keys
 
 OWN_PROVIDERS = ("fake", "local")
-_SCALAR_TYPES = {"integer": int, "number": (int, float), "boolean": bool, "null": type(None)}
-
-
-def _resolve(schema: Any, root: Mapping[str, Any]) -> dict[str, Any]:
-    """The schema with its local $ref ("#/$defs/name") followed."""
-    while isinstance(schema, dict) and "$ref" in schema:
-        target: Any = root
-        for part in schema["$ref"].removeprefix("#/").split("/"):
-            target = target[part]
-        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
-    return schema if isinstance(schema, dict) else {}
-
-
-def _types(schema: dict[str, Any], root: Mapping[str, Any]) -> set[str]:
-    declared = schema.get("type")
-    types = {declared} if isinstance(declared, str) else set(declared or ())
-    for branch in schema.get("anyOf", []) + schema.get("oneOf", []):
-        types |= _types(_resolve(branch, root), root)
-    return types
-
-
-def _child_schema(schema: dict[str, Any], key: Any, root: Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(key, int):
-        return _resolve(schema.get("items", {}), root)
-    properties = schema.get("properties", {})
-    if key in properties:
-        return _resolve(properties[key], root)
-    extra = schema.get("additionalProperties")
-    return _resolve(extra, root) if isinstance(extra, dict) else {}
-
-
-def _coerced(value: str, types: set[str]) -> Any:
-    if not types or "string" in types:
-        return value
-    try:
-        parsed = yaml.safe_load(value)
-    except yaml.YAMLError:
-        return value
-    for name in types:
-        wanted = _SCALAR_TYPES.get(name)
-        if wanted and isinstance(parsed, wanted) and not (name != "boolean" and isinstance(parsed, bool)):
-            return parsed
-    return value
-
-
-def coerce_command_line(config: dict[str, Any], command_line: Mapping[str, Any] | None,
-                        schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `config` in which each string that came from --config (`command_line`) and
-    stands where the schema wants a number, boolean or null is read as YAML. Strings from
-    config files are left as written: a file says what it means."""
-    result = copy.deepcopy(config)
-
-    def walk(given: Any, target: Any, where: dict[str, Any]) -> Any:
-        if isinstance(given, dict) and isinstance(target, dict):
-            for key, value in given.items():
-                if key in target:
-                    target[key] = walk(value, target[key], _child_schema(where, key, schema))
-            return target
-        if isinstance(given, list) and isinstance(target, list) and len(given) == len(target):
-            return [walk(g, t, _child_schema(where, i, schema))
-                    for i, (g, t) in enumerate(zip(given, target))]
-        if isinstance(given, str) and given == target:
-            return _coerced(given, _types(where, schema))
-        return target
-
-    return walk(dict(command_line or {}), result, _resolve(schema, schema))
-
-
-def unknown_keys(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
-    """One line per key the schema does not allow, with the closest allowed key if any."""
-    problems: list[str] = []
-
-    def walk(value: Any, where: dict[str, Any], path: list[Any]) -> None:
-        if isinstance(value, list):
-            for i, item in enumerate(value):
-                walk(item, _child_schema(where, i, schema), path + [i])
-            return
-        if not isinstance(value, dict):
-            return
-        properties = where.get("properties", {})
-        closed = where.get("additionalProperties") is False
-        for key, item in value.items():
-            if closed and key not in properties:
-                line = f"config key '{key_path(path + [key])}' is not a setting"
-                close = difflib.get_close_matches(str(key), list(properties), n=1, cutoff=0.6)
-                line += (f"; did you mean '{key_path(path + [close[0]])}'?" if close else
-                         f" (known here: {', '.join(sorted(properties))})")
-                problems.append(line)
-                continue
-            walk(item, _child_schema(where, key, schema), path + [key])
-
-    walk(config, _resolve(schema, schema), [])
-    return problems
 
 
 def configured_models(config: Mapping[str, Any]) -> dict[str, str]:
@@ -355,7 +258,7 @@ def run_horizon(config: Mapping[str, Any], plan: Path = PLAN_JSON) -> tuple[floa
         written = {}
     hours = written.get("worst_case_hours") if isinstance(written, dict) else None
     if (isinstance(hours, (int, float)) and not isinstance(hours, bool) and hours >= 0
-            and written.get("config_digest") == config_digest(config)):
+            and written.get("config_digest") == config_digest(dict(config))):
         return float(hours), f"the run's worst case of {hours:,.0f} h ({plan})"
     return (DEFAULT_RETIREMENT_HORIZON_DAYS * 24.0,
             f"{DEFAULT_RETIREMENT_HORIZON_DAYS} days (the default horizon: no plan of this "
@@ -432,8 +335,8 @@ def cache_dir_problems(config: Mapping[str, Any]) -> list[str]:
 
     llm = LLMConfig.from_dict(config.get("llm"), cache_dir=config.get("cache_dir"))
     if llm.cache_url:
-        from .llm.cache import CacheUnavailable
-        from .llm.cache_pg import connect
+        from .llm.cache_records import CacheUnavailable
+        from .llm.pg_connection import connect
 
         try:
             connect(llm.cache_url).close()
@@ -577,7 +480,7 @@ def preflight_problems(config: Mapping[str, Any], job_params: Iterable[Any] | No
 
 def _models_with_answers(llm: Any) -> list[str]:
     """The models the call cache holds answers of (read only; a missing cache holds none)."""
-    from .llm.cache import open_cache
+    from .llm.storage import open_cache
 
     if not (llm.cache_url or llm.cache_path.is_file()):
         return []

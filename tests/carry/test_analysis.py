@@ -34,9 +34,10 @@ from rubriclab.carry.analysis import (
     pick_chain, recon_item_name, short_item_name,
 )
 from rubriclab.carry.experiment import (
-    ITEM_COLUMNS, RATE_COLUMNS, JudgeSpec, Verdicts, check_texts_by_scope, checked_rubric_round_trip,
-    judge_plan, run_reviser_chain, verdict_rows,
+    ITEM_COLUMNS, RATE_COLUMNS, JudgeSpec, Verdicts, check_texts_by_scope, judge_plan,
+    run_reviser_chain, verdict_rows,
 )
+from rubriclab.carry.replay import checked_rubric_round_trip
 from rubriclab.carry.revision import Rubric, RubricCheck
 from rubriclab.carry.sources import ALL_SCOPE
 

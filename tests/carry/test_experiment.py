@@ -8,15 +8,18 @@ import pytest
 
 from rubriclab.carry.checklists import Check
 from rubriclab.carry.experiment import (
-    FAIL, ITEM_COLUMNS, PASS, UNDETERMINED, JUDGED_VERDICT_COLUMNS, EvidenceSource,
-    JudgeSpec, State, Verdicts, adapt_revision, attribution_rows, chain_counts, check_codes,
-    check_texts_by_scope, checked_rubric_round_trip, decision_rows,
-    decisions_without_evidence, failing_positions, require_disjoint,
-    judge_items_and_rubrics, judge_plan, rate_rows, read_items, recon_items, rendering_codes,
-    rendering_state_codes, replay_chain, revision_from_record, revision_to_record,
-    rubric_after, run_reviser_chain, set_codes, verdict_rows,
+    FAIL, ITEM_COLUMNS, PASS, UNDETERMINED, JUDGED_VERDICT_COLUMNS, JudgeSpec, Verdicts,
+    chain_counts, check_codes, check_texts_by_scope, judge_items_and_rubrics, judge_plan,
+    read_items, recon_items, rendering_codes, revision_from_record, revision_to_record,
+    run_reviser_chain, verdict_rows,
 )
-from rubriclab.carry.gates import GateEvidence, get_gate
+from rubriclab.carry.replay import (
+    EvidenceSource, adapt_revision, checked_rubric_round_trip, decision_rows,
+    decisions_without_evidence, replay_chain, require_disjoint, rubric_after,
+)
+from rubriclab.carry.scoring import (
+    State, attribution_rows, failing_positions, rate_rows, rendering_state_codes, set_codes,
+)
 from rubriclab.carry.prompts import per_check_messages
 from rubriclab.carry.renderings import rendering_call
 from rubriclab.carry.revision import (

@@ -5,11 +5,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from rubriclab.carry.figures import (
-    FIG1_COLUMNS, FIG4_COLUMNS, FIG5_COLUMNS, FIG6_COLUMNS, RATES_COLUMNS,
-    fig1_strictness, fig4_self_review_drift, fig5_attribution_by_origin, fig5_table,
-    fig5_title, fig6_gated_quality, fig6_table, paper_chain_count,
+from rubriclab.carry.fig1 import FIG1_COLUMNS, fig1_strictness
+from rubriclab.carry.fig4 import FIG4_COLUMNS, fig4_self_review_drift
+from rubriclab.carry.fig5 import (
+    FIG5_COLUMNS, fig5_attribution_by_origin, fig5_table, fig5_title, paper_chain_count,
 )
+from rubriclab.carry.fig6 import FIG6_COLUMNS, fig6_gated_quality, fig6_table
+from rubriclab.carry.figures import RATES_COLUMNS
 from tests.figure_files import assert_figure_files, paths
 
 MAIN = "anthropic/claude-sonnet-4-5"
@@ -542,7 +544,7 @@ def test_fig4_is_small_multiples_one_panel_per_start_and_reviser(capture_figures
     """Paper scale (27 series in one panel before): one panel per start x reviser, the main
     reviser's row first, at most modes x metrics lines in a panel, each reviser named in its
     panels' titles; rings of coincident points stay within their size cap."""
-    from rubriclab.carry.figures import FIG4_MARKER_LARGEST
+    from rubriclab.carry.fig4 import FIG4_MARKER_LARGEST
     table = fig4_self_review_drift(paper_scale_fig4_rates(), MAIN, *paths(tmp_path, "fig4p"),
                                    main_reviser="rev/opus")
     fig = capture_figures[-1]

@@ -3,11 +3,12 @@ import json
 import pytest
 
 from rubriclab.carry.checklists import Check, Checklist
+from rubriclab.carry.formats import FORMATS
 from rubriclab.carry.revision import (
     Add, ChainResult, Delete, Edit, Keep, Revision, RevisionRejected, Rubric, RubricCheck,
     apply_revision, parse_revision, revision_from_answer, revision_messages, run_chain,
 )
-from rubriclab.llm.formats import FORMATS, UnparseableAnswer, get_format
+from rubriclab.llm.formats import UnparseableAnswer, get_format
 
 REVISER = "fake/reviser"
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rubriclab.data.download import DownloadError
 from rubriclab.data.errors import DataFormatError
 from rubriclab.data.healthbench import load_healthbench
 from rubriclab.data.hub import HubSplit, check_source, load_items, load_tables

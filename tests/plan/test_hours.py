@@ -16,8 +16,8 @@ from rubriclab.llm.settings import LLMConfig
 from rubriclab.plan.dag import PlannedJob, Workflow
 from rubriclab.plan.hours import BATCH_WINDOWS, batch_critical_path
 from rubriclab.plan.planner import Planner, StandIn, _model_jobs_upstream, plan_workflow
-from rubriclab.plan.report import (plan_markdown, plan_table, prompt_caching, worst_case_hours,
-                                   write_plan)
+from rubriclab.plan.markdown import plan_markdown
+from rubriclab.plan.report import plan_table, prompt_caching, worst_case_hours, write_plan
 
 from .test_report import MINI, SONNET, judged, thinking_row
 

@@ -11,15 +11,17 @@ from dataclasses import replace
 import pytest
 import yaml
 
+from rubriclab.config import config_digest
 from rubriclab.llm import Ledger, LLMConfig, Request
-from rubriclab.llm.cache import SQLiteCache, make_answer
+from rubriclab.llm.cache import SQLiteCache
+from rubriclab.llm.cache_records import make_answer
 from rubriclab.llm.pricing import price
 from rubriclab.llm.request import Completion, Usage
 from rubriclab.plan import main as plan_main
+from rubriclab.plan.markdown import plan_markdown
 from rubriclab.plan.measured import MIN_CALLS, PilotError, read_pilot
 from rubriclab.plan.planner import THINKING_SHARES, StandIn, with_measures
-from rubriclab.plan.report import (BATCH_CACHE_HIT_RATES, config_digest, plan_markdown,
-                                   plan_table, prompt_caching)
+from rubriclab.plan.report import BATCH_CACHE_HIT_RATES, plan_table, prompt_caching
 
 from .test_report import MINI, SONNET, judged, thinking_row
 

@@ -13,8 +13,8 @@ from rubriclab.llm.pricing import price
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.plan.compare import bill_against_plan
 from rubriclab.plan.planner import THINKING_SHARES, PlannedRow
-from rubriclab.plan.report import (COMPLETION_TOKENS_PER_S, SECONDS_PER_REQUEST, plan_markdown,
-                                   plan_table)
+from rubriclab.plan.markdown import plan_markdown
+from rubriclab.plan.report import COMPLETION_TOKENS_PER_S, SECONDS_PER_REQUEST, plan_table
 
 SONNET = "anthropic/claude-sonnet-4-5-20250929"
 MINI = "openai/gpt-4o-mini-2024-07-18"

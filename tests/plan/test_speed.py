@@ -11,7 +11,8 @@ import pytest
 from rubriclab.llm.ledger import PAID_UNKNOWN
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.plan import speed as speed_module
-from rubriclab.plan.report import plan_markdown, plan_table
+from rubriclab.plan.markdown import plan_markdown
+from rubriclab.plan.report import plan_table
 from rubriclab.plan.speed import (MIN_CALLS, SPEED_FILE, Speed, answered_calls, fit_speed,
                                   measured_speed, speed_from_ledgers)
 

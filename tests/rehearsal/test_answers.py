@@ -21,7 +21,6 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-import rubriclab.llm.formats_transfer  # noqa: F401  (registers transfer_*; formats imports it too)
 from rubriclab.carry.checklists import load_generic_checklist
 from rubriclab.carry.experiment import JudgeSpec, judge_plan, run_reviser_chain
 from rubriclab.carry.judge_fig2 import build_requests
@@ -40,7 +39,7 @@ from rubriclab.rehearsal.server import _JSON_FORMATS, REFUSAL
 from rubriclab.transfer import pipeline as TP
 from rubriclab.transfer import prompts as TPR
 from rubriclab.transfer.restate import restate_request
-from rubriclab.verify import refund
+from rubriclab.verify import refund, reply_rubric
 
 MODEL = "some-model"
 
@@ -182,9 +181,10 @@ def _agent_step(step: int) -> Request:
 
 def _reply_rubric() -> Request:
     recorder = Recorder()
-    refund.grade_reply(recorder, MODEL, "We have issued a full refund of 86.00 USD for order "
-                       f"{refund.ORDER_ID}; it arrives in five to seven business days.")
-    assert len(recorder.requests) == len(refund.RUBRIC_CRITERIA)
+    reply_rubric.grade_reply(recorder, MODEL, "We have issued a full refund of 86.00 USD for "
+                             f"order {refund.ORDER_ID}; it arrives in five to seven business "
+                             "days.")
+    assert len(recorder.requests) == len(reply_rubric.RUBRIC_CRITERIA)
     return recorder.requests[1]
 
 

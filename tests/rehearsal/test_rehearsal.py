@@ -15,7 +15,7 @@ from rubriclab.rehearsal.server import FaultMix
 from ..shared_runs import SharedRun
 from ..snakemake_run import RUN_BOUND_S
 
-pytestmark = pytest.mark.pipeline
+pytestmark = [pytest.mark.pipeline, pytest.mark.long]
 
 REPO = Path(__file__).resolve().parents[2]
 PAPER = REPO / "config" / "paper.yaml"

@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 from scipy.stats import beta
 
+from rubriclab.replication.page import load_claims
 from rubriclab.replication.readers_carry import READERS
 
 REPO = Path(__file__).resolve().parents[2]
-CLAIMS = REPO / "src/rubriclab/resources/replication/claims_carry.yaml"
 
 JUDGE, OTHER = "m/judge", "m/other"
 OPUS, SONNET = "m/opus", "m/sonnet"
@@ -456,7 +455,7 @@ def test_a_part_cannot_be_tested(tmp_path, claim):
 
 
 def test_every_qualitative_reader_has_its_cases():
-    entries = yaml.safe_load(CLAIMS.read_text(encoding="utf-8"))
+    entries = [entry for entry in load_claims() if entry["work"] == "carry"]
     qualitative = {e["id"] for e in entries if e["kind"] == "qualitative" and "missing" not in e}
     assert qualitative == set(HOLDING) == set(CASES)
 

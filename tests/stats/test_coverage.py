@@ -30,16 +30,15 @@ from rubriclab.stats.coverage import (
     binomial_coverage,
     bootstrap_sums,
     carry_cell,
-    decisions,
     draw_q,
     draw_spearman,
     draw_verify,
-    held,
     run_study,
     summarise,
     transfer_cell,
     verify_cell,
 )
+from rubriclab.stats.coverage_report import decisions, held
 from rubriclab.stats.intervals import RATE_METHODS, binomial_interval
 from rubriclab.stats.prevalence import METHODS
 from rubriclab.verify.calibration import DEFAULT_METHOD

@@ -7,11 +7,18 @@ import pandas as pd
 import pytest
 
 from rubriclab.transfer.figures import (
-    CATEGORIES_COLUMNS, FIG4_COLUMNS, FIG5_COLUMNS, FIG6_COLUMNS, FIGA1_COLUMNS,
-    FIGA2_COLUMNS, FIGA4_COLUMNS, FIGA4_ORDER, IT_METRICS, STATS_COLUMNS, excludes_zero,
-    fig4_existing_approaches, fig5_interventional_transfer, fig6_criteria_level,
-    figA1_matching_framings, figA2_panel_sensitivity, figA4_by_response_model,
-    interval_cell, short_name,
+    IT_METRICS, STATS_COLUMNS, excludes_zero, interval_cell, short_name,
+)
+from rubriclab.transfer.figures_criteria import (
+    CATEGORIES_COLUMNS, FIG6_COLUMNS, fig6_criteria_level,
+)
+from rubriclab.transfer.figures_existing import (
+    FIG4_COLUMNS, FIGA1_COLUMNS, FIGA2_COLUMNS, fig4_existing_approaches,
+    figA1_matching_framings, figA2_panel_sensitivity,
+)
+from rubriclab.transfer.figures_interventional import (
+    FIG5_COLUMNS, FIGA4_COLUMNS, FIGA4_ORDER, fig5_interventional_transfer,
+    figA4_by_response_model,
 )
 from rubriclab.labels import ModelLabels
 from tests.figure_files import assert_figure_files, paths
@@ -490,7 +497,7 @@ def test_configured_labels_name_the_generators(capture_figures, tmp_path):
 
 
 from tests.figure_labels import (  # noqa: E402
-    texts_outside_their_axes, value_labels_crossed_by_error_bars, visible_texts,
+    texts_outside_their_axes, value_labels_crossed_by_error_bars,
 )
 
 

@@ -17,7 +17,7 @@ import pytest
 from rubriclab.llm.fake import fake_answer
 from rubriclab.llm.formats import get_format
 from rubriclab.llm.request import cache_key
-from rubriclab.llm.formats_transfer import (
+from rubriclab.transfer.formats import (
     RESPONSE_FORMAT, RUBRIC_FORMAT, SIMILARITY_FORMAT, match_format_name, scores_format_name,
 )
 from rubriclab.transfer import pipeline as P

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from rubriclab.llm.formats_transfer import match_format_name, scores_format_name
 from rubriclab.transfer import prompts as P
+from rubriclab.transfer.appendix_e import APPENDIX_E
+from rubriclab.transfer.formats import match_format_name, scores_format_name
 
 SEED = Path(__file__).resolve().parents[2] / ".." / "shared" / "seeds" / "002_8ea0400aefc4df5a.txt"
 
@@ -148,8 +149,8 @@ def _seed_appendix_e() -> list[tuple[str, str | None]]:
 
 def test_each_system_and_message_part_is_the_seeds_text_with_whitespace_restored():
     seed = _seed_appendix_e()
-    assert len(seed) == len(P.APPENDIX_E) == 11
-    for (name, system_text, message_text), (seed_system, seed_message) in zip(P.APPENDIX_E, seed):
+    assert len(seed) == len(APPENDIX_E) == 11
+    for (name, system_text, message_text), (seed_system, seed_message) in zip(APPENDIX_E, seed):
         assert squash(system_text) == squash(seed_system), name
         assert (message_text is None) == (seed_message is None), name
         if message_text is not None:

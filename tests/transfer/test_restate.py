@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from rubriclab.llm.formats_transfer import RESTATED_FORMAT, parse_restated
+from rubriclab.transfer.formats import RESTATED_FORMAT, parse_restated
 from rubriclab.transfer import prompts as P
 from rubriclab.transfer.restate import (
     apply_restatement,

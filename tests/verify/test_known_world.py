@@ -9,18 +9,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rubriclab.llm import LLMClient, LLMConfig, known
+from rubriclab.known_truth import world as known
+from rubriclab.llm import LLMClient, LLMConfig
 from rubriclab.llm.fake import parse_fake_model
-from rubriclab.llm.known import OutsideTheWorld, known_answer
+from rubriclab.known_truth.models import known_answer
+from rubriclab.known_truth.world import OutsideTheWorld
 from rubriclab.verify.known_world import (
     REFUND_TIME, REFUND_USD, REPLY_MEANINGS, WORLD_REPLIES, agent_answer, failing_trajectories,
     reply_truth, trial_trajectory,
 )
 from rubriclab.verify.calibration import confusion_from_verdicts, corrected_pass_rate
 from rubriclab.verify.refund import (
-    GOOD_REPLY, POLICY, RUBRIC_CRITERIA, SCRIPTED_TRAJECTORIES, TICKET, agent_system_prompt,
-    grade_reply, rubric_messages, run_agent_trial,
+    GOOD_REPLY, POLICY, SCRIPTED_TRAJECTORIES, TICKET, agent_system_prompt, run_agent_trial,
 )
+from rubriclab.verify.reply_rubric import RUBRIC_CRITERIA, grade_reply, rubric_messages
 
 P = 0.7
 AGENT = f"fake/known-agent?pass_rate={P}"

@@ -7,27 +7,20 @@ from pathlib import Path
 import pytest
 
 from rubriclab.llm import Completion, LLMClient, LLMConfig
-from rubriclab.llm.formats import (
-    AGENT_ACTION_TOOLS,
-    FORMATS,
-    UnparseableAnswer,
-    get_format,
-    parse_agent_action,
-)
+from rubriclab.llm.formats import UnparseableAnswer, get_format
+from rubriclab.verify.formats import AGENT_ACTION_TOOLS, FORMATS, parse_agent_action
 from rubriclab.verify.refund import (
     CHECK_NAMES,
     GOOD_REPLY,
     POLICY,
-    RUBRIC_CRITERIA,
     SCRIPTED_TRAJECTORIES,
     TICKET,
     RefundWorld,
-    grade_reply,
     replay,
-    rubric_messages,
     run_agent_trial,
     verify,
 )
+from rubriclab.verify.reply_rubric import RUBRIC_CRITERIA, grade_reply, rubric_messages
 from tests.llama_grammar import llama_grammar_parses
 
 REPO = Path(__file__).resolve().parents[2]
@@ -386,7 +379,7 @@ def test_grade_reply_passes_only_if_all_four_pass(tmp_path, model, passed):
     (["yes", None, "yes", "yes"], None),  # undetermined: the missing verdict decides
 ])
 def test_reply_grade_is_all_must_pass_with_undetermined_outcomes(verdicts, passed):
-    from rubriclab.verify.refund import ReplyGrade
+    from rubriclab.verify.reply_rubric import ReplyGrade
 
     grade = ReplyGrade({c.id: v for c, v in zip(RUBRIC_CRITERIA, verdicts)})
     assert grade.passed is passed

@@ -208,7 +208,7 @@ def _raise_on_missing(wide: pd.DataFrame, column_meaning: str, note: str) -> Non
 
 def _checked_lengths(lengths: list[int]) -> list[int]:
     def is_length(value) -> bool:
-        return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 1
+        return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and bool(value >= 1)
 
     if not lengths or not all(is_length(length) for length in lengths):
         raise ValueError(f"lengths must be a non-empty list of integers >= 1, got {lengths!r}")

@@ -45,11 +45,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rubriclab.carry.experiment import (
-    EvidenceSource, State, Verdicts, attribution_rows, checked_rubric_round_trip, decision_rows,
-    decisions_without_evidence, failing_positions, parsed_scope, rate_rows,
-    rendering_state_codes, replay_chain, replay_scope, require_disjoint, rubric_after,
-    rubric_for, set_codes,
+from rubriclab.carry.experiment import Verdicts, rubric_for
+from rubriclab.carry.replay import (
+    EvidenceSource, checked_rubric_round_trip, decision_rows, decisions_without_evidence,
+    parsed_scope, replay_chain, replay_scope, require_disjoint, rubric_after,
+)
+from rubriclab.carry.scoring import (
+    State, attribution_rows, failing_positions, rate_rows, rendering_state_codes, set_codes,
 )
 from rubriclab.carry.gates import get_gate
 from rubriclab.carry.revision import ChainResult, Rubric
@@ -81,7 +83,7 @@ def read_chains(paths) -> list[Chain]:
 GATE_EVIDENCE = ("own_reports", "calibration_environments")
 
 
-def _check_gate_evidence(gate_evidence: str) -> None:
+def _check_gate_evidence(gate_evidence: str | None) -> None:
     if gate_evidence not in GATE_EVIDENCE:
         raise ValueError(f"config key 'carry.recon.gate_evidence': {gate_evidence!r} is not "
                          f"one of {list(GATE_EVIDENCE)}")
@@ -213,10 +215,12 @@ def analyse(setting: Setting, items: pd.DataFrame, verdicts: Verdicts,
 
     # start and ungated states over every scored item (Recon: and their evaluation subset);
     # leave-one-out states over every scored item; gated states over the evaluation items
-    everywhere, loo_everywhere, gated = [], [], []
+    everywhere: list[State] = []
+    loo_everywhere: list[State] = []
+    gated: list[State] = []
     for source, rubric_set in start_sets.items():
         everywhere.append(State(dict(source=source, rendering="per_check", **START_LABELS),
-                                set_codes(scored, verdicts, lambda scope, s=rubric_set: s)))
+                                set_codes(scored, verdicts, lambda scope: rubric_set)))
     heartbeat = _Heartbeat(f"carry analysis of {setting.dataset} under {setting.judge}",
                            len(chains))
     for done, chain in enumerate(chains):
@@ -489,6 +493,8 @@ def table5_example(items: pd.DataFrame) -> pd.DataFrame:
             best, best_key = group, key
         if key == (2, 4):
             break
+    if best is None:
+        raise ValueError("Table 5: no RAGTruth evaluation item names its task")
     return pd.concat([best[best["label"] == label].head(2) for label in ("correct", "flawed")])
 
 

@@ -64,11 +64,11 @@ def plot_fig2(tables: dict[str, pd.DataFrame], png: Path, pdf: Path, judge_label
     try:
         for index, (ax, dataset) in enumerate(zip(axes[0], datasets)):
             rows = table[table["dataset"] == dataset]
-            words = {**label_words(dataset), **words_of.get(dataset, {})}
+            panel_words = {**label_words(dataset), **words_of.get(dataset, {})}
             title = (f"({chr(ord('a') + index)}) {titles.get(dataset, dataset)}: "
-                     f"{int(rows['n_correct'].max())} {words['correct']}, "
-                     f"{int(rows['n_flawed'].max())} {words['flawed']}")
-            _draw_panel(ax, rows, title, words)
+                     f"{int(rows['n_correct'].max())} {panel_words['correct']}, "
+                     f"{int(rows['n_flawed'].max())} {panel_words['flawed']}")
+            _draw_panel(ax, rows, title, panel_words)
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, fontsize=8,
                       frameon=False)
         # a checklist of your own is not one of the papers' generic ones

@@ -36,7 +36,8 @@ DEFAULT_SHARES = np.linspace(0.0, 1.0, 101)
 Rates = tuple[float, float]  # (correct_passed, flawed_caught)
 
 
-def accuracy_at_share(correct_passed: float, flawed_caught: float, share: float) -> float:
+def accuracy_at_share(correct_passed: float, flawed_caught: float,
+                      share: float | np.ndarray) -> float | np.ndarray:
     """Accuracy on a set whose flawed share is `share`."""
     return (1 - share) * correct_passed + share * flawed_caught
 

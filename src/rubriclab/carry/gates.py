@@ -166,11 +166,16 @@ class GateState:
             raise ValueError(f"the rubric has no check {check_id!r} (at this point of the "
                              "round)") from None
 
+    def _evidence(self) -> GateEvidence:
+        if self.evidence is None:
+            raise ValueError("no evidence")
+        return self.evidence
+
     def matrix(self) -> np.ndarray:
         if self.columns is None:
             raise ValueError("no evidence")
         if not self.ids:
-            return np.zeros((len(self.evidence.flawed), 0), dtype=bool)
+            return np.zeros((len(self._evidence().flawed), 0), dtype=bool)
         return np.column_stack([self.columns[i] for i in self.ids])
 
     def after(self, op: Operation, index: int) -> GateState:
@@ -185,11 +190,11 @@ class GateState:
                 del columns[op.check_id]
         elif isinstance(op, Edit):
             if columns is not None:
-                columns[op.check_id] = self.evidence.proposed(index)
+                columns[op.check_id] = self._evidence().proposed(index)
         elif isinstance(op, Add):
             ids.append(f"+{index}")
             if columns is not None:
-                columns[f"+{index}"] = self.evidence.proposed(index)
+                columns[f"+{index}"] = self._evidence().proposed(index)
         return GateState(tuple(ids), self.origins, columns, self.evidence)
 
     def changed_id(self, op: Operation, index: int) -> str:
@@ -320,7 +325,7 @@ def shapley_and_provenance_rule(state: GateState, op: Operation, index: int) -> 
                     reads_verdicts=s.reads_verdicts)
 
 
-GATES: dict[str, Gate] = {
+GATES: dict[str, SequentialGate] = {
     "none": SequentialGate("none", accept_all, reads_evidence=False),
     "R": SequentialGate("R", calibration_rule),
     "P": SequentialGate("P", provenance_rule, reads_evidence=False),
@@ -329,7 +334,7 @@ GATES: dict[str, Gate] = {
 }
 
 
-def get_gate(name: str) -> Gate:
+def get_gate(name: str) -> SequentialGate:
     try:
         return GATES[name]
     except KeyError:

@@ -67,7 +67,7 @@ def render_paragraph(checklist: Checklist) -> str:
     nouns = {match.group(1).lower() for match in matches if match}
     if all(matches) and len(nouns) == 1:
         noun = nouns.pop()
-        predicates = [match.group(2).strip() for match in matches]
+        predicates = [match.group(2).strip() for match in matches if match]
         sentences = [f"A good {noun} {predicates[0]}."]
         sentences += [_also_sentence(predicate) for predicate in predicates[1:]]
         return " ".join(sentences)

@@ -14,6 +14,8 @@ output text, so llama.cpp reuses that prefix across renderings and checks.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rubriclab.carry.checklists import Checklist
 from rubriclab.carry.prompts import QUESTION, SYSTEM_PROMPT, judge_prefix, paragraph_messages
 
@@ -72,7 +74,7 @@ def rendering_call(rendering: str, task: str, output: str,
                      "paragraph, scale")
 
 
-def rendering_outcome(rendering: str, answer: object) -> str:
+def rendering_outcome(rendering: str, answer: Any) -> str:
     """"pass" or "fail" from one parsed answer of a one-call rendering."""
     if rendering == "all_in_one":
         return "pass" if all(v == "yes" for v in answer) else "fail"

@@ -218,7 +218,9 @@ def _entries(parsed_json: Mapping[str, Any]) -> list[Any]:
 def _operation_from_entry(entry: Any) -> Operation:
     if not isinstance(entry, Mapping):
         raise RevisionRejected(f"entry {entry!r} is not an object", kind="unparseable")
-    action, check_id, text = entry.get("action"), entry.get("id"), entry.get("text")
+    action: Any = entry.get("action")
+    check_id: Any = entry.get("id")
+    text: Any = entry.get("text")
     if action in ("keep", "delete", "edit") and not _is_text(check_id):
         raise RevisionRejected(f"{action} entry {dict(entry)!r} has no id", kind="unparseable")
     if action in ("edit", "add") and not _is_text(text):
@@ -471,7 +473,8 @@ class Gate(Protocol):
     """What a chain needs of a gate (`rubriclab.carry.gates` builds them; this module does
     not import it, so the two modules do not import each other)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def decide(self, rubric: Rubric, revision: Revision, evidence: Any) -> list[Decision]: ...
 
@@ -496,7 +499,7 @@ class ChainRound:
 
     @property
     def unparseable(self) -> bool:
-        return self.rejected and self.proposal.kind == "unparseable"
+        return isinstance(self.proposal, RevisionRejected) and self.proposal.kind == "unparseable"
 
 
 @dataclass(frozen=True)

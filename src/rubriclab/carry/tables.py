@@ -18,14 +18,13 @@ import pandas as pd
 from rubriclab.labels import DATASET_TITLES, current_labels, with_labels
 from rubriclab.plotting import plural
 from rubriclab.stats.intervals import RATE_TITLE, rate_flags, rate_footnotes
-from rubriclab.tidy import markdown_table
+from rubriclab.tidy import ensure_unique, markdown_table, require_columns, select
 
 from .analysis import gate_evidence_short
 from .chains import split_chain
 from .figures import (
-    CHAIN_KEYS, GATE_TITLES, GATES, MODE_TITLES, SOURCE_TITLES, chains_with_start,
-    ensure_unique, item_count, judge_label, normalized_rates, require_columns, select,
-    sort_chains,
+    CHAIN_KEYS, GATE_TITLES, GATES, MODE_TITLES, SOURCE_TITLES, chains_with_start, item_count,
+    judge_label, normalized_rates, sort_chains,
 )
 
 FAILING_COLUMNS = ["dataset", "item_id", "item_name", "label", "rubric_version",
@@ -273,7 +272,8 @@ def _table3_dataset(rows: pd.DataFrame, dataset: str) -> pd.DataFrame:
     metrics = ["correct_passed", "flawed_caught"]
     counts = {"n_correct": item_count(rows, "correct_passed"),
               "n_flawed": item_count(rows, "flawed_caught")}
-    seed_records, states = [], {}
+    seed_records: list[dict] = []
+    states: dict[tuple[str, str, str], dict[str, list]] = {}
     for (reviser, source, mode, seed), final in _final_rounds(chains).items():
         mine = _chain_rows(chains, reviser, source, mode, seed)
         start = mine[(mine["round"] == 0) & (mine["gate"] == "none")]

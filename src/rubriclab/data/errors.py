@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 
 class DataFormatError(ValueError):
@@ -39,7 +39,7 @@ def read_text(path: Path) -> str:
         raise DataFormatError(path, line, f"not valid UTF-8: {exc.reason}") from exc
 
 
-def iter_json_lines(path: Path, text: str | None = None) -> Iterator[tuple[int, object]]:
+def iter_json_lines(path: Path, text: str | None = None) -> Iterator[tuple[int, Any]]:
     """Yield (line number, decoded value) for every non-blank line of a JSON-lines file."""
     if text is None:
         text = read_text(path)
@@ -63,14 +63,18 @@ def ensure_unique(item_id: str, path: Path, line: int, first_seen: dict[str, tup
     first_seen[item_id] = (str(path), line)
 
 
-def failer(path: Path, line: int, prefix: str = "") -> Callable[[str], NoReturn]:
+# What `failer` returns: raises DataFormatError with a message, never returns.
+Fail = Callable[[str], NoReturn]
+
+
+def failer(path: Path, line: int, prefix: str = "") -> Fail:
     """A function that raises DataFormatError at `path`, `line` with a message."""
     def fail(message: str) -> NoReturn:
         raise DataFormatError(path, line, prefix + message)
     return fail
 
 
-def require_fields(row: object, fields: tuple[str, ...], fail: Callable[[str], NoReturn]) -> None:
+def require_fields(row: Any, fields: tuple[str, ...], fail: Callable[[str], NoReturn]) -> None:
     if not isinstance(row, dict):
         fail(f"expected a JSON object, got {type(row).__name__}")
     for field in fields:

@@ -46,12 +46,14 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
 import pandas as pd
 
 from rubriclab.data.errors import (
     DataFormatError,
+    Fail,
     ensure_unique,
     failer,
     iter_json_lines,
@@ -187,7 +189,7 @@ def render_task(conversation: list[dict]) -> str:
     return "\n\n".join(f"{message['role']}: {message['content']}" for message in conversation)
 
 
-def full_item_record(row: object, path: Path, line: int) -> dict:
+def full_item_record(row: Any, path: Path, line: int) -> dict:
     """Validate one original-schema item and map it to ``COLUMNS``."""
     fail = failer(path, line)
     require_fields(row, ("prompt_id", "prompt", "rubrics", "example_tags"), fail)
@@ -218,13 +220,13 @@ def _record(prompt_id, theme, conversation, rubric, ideal, tags_available, path:
     }
 
 
-def _prompt_id(value: object, fail, what: str = "field 'prompt_id'") -> str:
+def _prompt_id(value: Any, fail: Fail, what: str = "field 'prompt_id'") -> str:
     if not isinstance(value, str) or not value.strip():
         fail(f"{what} must be a non-empty string, got {value!r:.60}")
     return value
 
 
-def _conversation(prompt: object, fail) -> list[dict]:
+def _conversation(prompt: Any, fail: Fail) -> list[dict]:
     if not isinstance(prompt, list) or not prompt:
         fail("field 'prompt' must be a non-empty list of messages")
     conversation = []
@@ -240,7 +242,7 @@ def _conversation(prompt: object, fail) -> list[dict]:
     return conversation
 
 
-def _rubric(rubrics: object, fail, tags_required: bool) -> list[dict]:
+def _rubric(rubrics: Any, fail: Fail, tags_required: bool) -> list[dict]:
     if not isinstance(rubrics, list) or not rubrics:
         fail("field 'rubrics' must be a non-empty list")
     entries = []
@@ -261,13 +263,13 @@ def _rubric(rubrics: object, fail, tags_required: bool) -> list[dict]:
     return entries
 
 
-def _failer_from(fail, prefix: str):
-    def prefixed(message: str):
+def _failer_from(fail: Fail, prefix: str) -> Fail:
+    def prefixed(message: str) -> NoReturn:
         fail(prefix + message)
     return prefixed
 
 
-def _theme_from_tags(example_tags: object, fail) -> str:
+def _theme_from_tags(example_tags: Any, fail: Fail) -> str:
     if not isinstance(example_tags, list) or not all(isinstance(tag, str) for tag in example_tags):
         fail(f"field 'example_tags' must be a list of strings, got {example_tags!r:.60}")
     themes = [tag for tag in example_tags if tag.startswith(THEME_PREFIX)]
@@ -279,7 +281,7 @@ def _theme_from_tags(example_tags: object, fail) -> str:
     return theme
 
 
-def _ideal_completion(data: object, fail) -> str:
+def _ideal_completion(data: Any, fail: Fail) -> str:
     if data is None:
         return ""
     if not isinstance(data, dict):
@@ -345,7 +347,7 @@ def sample_by_theme(
     excluded = set(exclude_ids)
     if duplicates is None:
         duplicates = items.attrs.get("duplicates", [])
-    duplicates = pd.DataFrame(duplicates, columns=[c for c in LEFT_OUT_COLUMNS if c != "pool"])
+    duplicate_rows = pd.DataFrame(duplicates, columns=[c for c in LEFT_OUT_COLUMNS if c != "pool"])
     _check_items(items, "items")
 
     items = items.sort_values("item_id", kind="stable").reset_index(drop=True)
@@ -389,7 +391,7 @@ def sample_by_theme(
     )
     sample.attrs = {}
 
-    left_parts = [_left_out_rows(items, reasons, "items"), duplicates.assign(pool="items")[LEFT_OUT_COLUMNS]]
+    left_parts = [_left_out_rows(items, reasons, "items"), duplicate_rows.assign(pool="items")[LEFT_OUT_COLUMNS]]
     if top is not None:
         left_parts.append(_left_out_rows(top, top_reasons, "top_up"))
     left_parts = [part for part in left_parts if len(part)]
@@ -400,7 +402,7 @@ def sample_by_theme(
     manifest = build_manifest(
         sample, left_out, items=items, top=top, themes=themes, per_theme=per_theme, seed=seed,
         short_theme=short_theme, short=short, topped_up=topped_up, n_excluded=len(excluded),
-        n_duplicates=len(duplicates),
+        n_duplicates=len(duplicate_rows),
     )
     return sample, left_out, manifest
 

@@ -25,6 +25,7 @@ import difflib
 import io
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -52,7 +53,7 @@ def misspelt_datasets(datasets: Mapping, registry: list[str]) -> list[str]:
 
 
 def own_rows(settings: Mapping, key: str, base: Path | None = None
-             ) -> Iterator[tuple[object, int, Mapping]]:
+             ) -> Iterator[tuple[Any, int, Mapping]]:
     """(source, line or row number, row) of every row of the dataset's file or Hub split."""
     if settings.get("hub"):
         from rubriclab.data.hub import load_tables
@@ -104,7 +105,8 @@ def load_own(dataset: str, settings: Mapping, *, key: str | None = None,
     both = sorted(set(map(str, labels["correct"])) & set(map(str, labels["flawed"])))
     if both:
         raise ValueError(f"config key '{key}.labels': {both} listed as both correct and flawed")
-    items, seen = [], {}
+    items = []
+    seen: dict[str, tuple[str, int]] = {}
     for source, line, row in own_rows(settings, key, base):
         def value(field: str, required: bool = True) -> str:
             column = columns.get(field)

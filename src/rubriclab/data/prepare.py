@@ -159,7 +159,7 @@ def _check_items(items: pd.DataFrame) -> None:
 
 def _check_counts(counts: dict, split: str) -> dict:
     def is_count(n) -> bool:
-        return isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0
+        return isinstance(n, (int, np.integer)) and not isinstance(n, bool) and bool(n >= 0)
 
     if set(counts) != set(LABELS) or not all(is_count(counts[label]) for label in LABELS):
         raise ValueError(f"{split} counts must be {{'correct': n, 'flawed': n}} with n >= 0, got {counts!r}")

@@ -18,10 +18,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from rubriclab.data.errors import DataFormatError, ensure_unique, failer, iter_json_lines, require_fields
+from rubriclab.data.errors import (
+    DataFormatError, Fail, ensure_unique, failer, iter_json_lines, require_fields,
+)
 
 DATASET = "ragtruth"
 TASK_TYPES = ("QA", "Summary", "Data2txt")
@@ -77,12 +80,12 @@ def load_ragtruth_tables(tables) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=COLUMNS)
 
 
-def read_rows_and_format(path: Path) -> tuple[str | None, list[tuple[int, object]]]:
+def read_rows_and_format(path: Path) -> tuple[str | None, list[tuple[int, Any]]]:
     rows = list(iter_json_lines(path))
     return table_format(path, rows), rows
 
 
-def table_format(path, rows: list[tuple[int, object]]) -> str | None:
+def table_format(path, rows: list[tuple[int, Any]]) -> str | None:
     """Which of the formats `rows` are in, from the fields of the first row (None: no rows)."""
     if not rows:
         return None
@@ -109,12 +112,14 @@ def task_text(task_type: str, question: str | None, context: str | dict) -> str:
         return f"Question: {question}\n\nPassages:\n{context}"
     if task_type == "Data2txt":
         return json.dumps(context, ensure_ascii=False, indent=1)
+    if not isinstance(context, str):
+        raise TypeError(f"a {task_type} context must be a string, got {type(context).__name__}")
     return context
 
 
 # --- format 1: FaithJudge -------------------------------------------------------------------
 
-def faithjudge_records(path: Path, rows: list[tuple[int, object]]) -> list[dict]:
+def faithjudge_records(path: Path, rows: list[tuple[int, Any]]) -> list[dict]:
     match = FAITHJUDGE_NAME.fullmatch(path.name.split(".", 1)[0])
     if match is None:
         raise DataFormatError(path, None, "a FaithJudge file must be named ragtruth_<qa|summary|data2txt>.jsonl")
@@ -134,7 +139,7 @@ def faithjudge_records(path: Path, rows: list[tuple[int, object]]) -> list[dict]
     return records
 
 
-def _split_source(task_type: str, source: object, fail) -> tuple[str | None, str | dict]:
+def _split_source(task_type: str, source: Any, fail: Fail) -> tuple[str | None, str | dict]:
     """(question, context) of a FaithJudge or original source, checked against its task type."""
     if task_type == "QA":
         if not (isinstance(source, dict) and isinstance(source.get("question"), str)
@@ -224,7 +229,7 @@ def original_response_records(path: Path, rows, sources: dict) -> list[dict]:
 
 # --- shared ---------------------------------------------------------------------------------
 
-def response_record(task_type, source_id, task, response, upstream_split, path, line, fail) -> dict:
+def response_record(task_type, source_id, task, response, upstream_split, path, line, fail: Fail) -> dict:
     """Validate one response (model, response, labels) and map it to the item columns."""
     model, text, spans = response["model"], response["response"], response["labels"]
     if not isinstance(model, str) or not model:
@@ -250,7 +255,7 @@ def response_record(task_type, source_id, task, response, upstream_split, path, 
     }
 
 
-def _validate_spans(spans: object, response: str, fail) -> None:
+def _validate_spans(spans: Any, response: str, fail: Fail) -> None:
     if not isinstance(spans, list):
         fail(f"field 'labels' must be a list, got {type(spans).__name__}")
     for index, span in enumerate(spans):
@@ -268,14 +273,14 @@ def _validate_spans(spans: object, response: str, fail) -> None:
                  f"not the span text {span['text']!r:.80}")
 
 
-def _source_id(value: object, fail) -> str:
+def _source_id(value: Any, fail: Fail) -> str:
     """FaithJudge writes source ids as ints, the original and derived files as strings."""
     if type(value) is int or (isinstance(value, str) and value):
         return str(value)
     fail(f"field 'source_id' must be an int or a non-empty string, got {value!r}")
 
 
-def _task_type(value: object, fail) -> str:
+def _task_type(value: Any, fail: Fail) -> str:
     if value not in TASK_TYPES:
         fail(f"field 'task_type' must be one of {list(TASK_TYPES)}, got {value!r}")
     return value

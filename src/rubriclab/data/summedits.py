@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pandas as pd
 
@@ -53,7 +54,7 @@ def _items(sources) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=COLUMNS)
 
 
-def _row_domain(row: object, path, line: int) -> str:
+def _row_domain(row: Any, path, line: int) -> str:
     domain = row.get("domain") if isinstance(row, dict) else None
     if not isinstance(domain, str) or not domain:
         raise DataFormatError(path, line, "field 'domain' must be a non-empty string (rows not "
@@ -68,7 +69,7 @@ def domain_from_file_name(path: Path) -> str:
     return stem.removeprefix("summedits_").split("_partial", 1)[0]
 
 
-def iter_rows(path: Path) -> Iterator[tuple[int, object]]:
+def iter_rows(path: Path) -> Iterator[tuple[int, Any]]:
     """Yield (line where the row starts, decoded row) for a JSON-array or JSON-lines file."""
     text = read_text(path)
     stripped = text.lstrip(_WHITESPACE)
@@ -81,7 +82,7 @@ def iter_rows(path: Path) -> Iterator[tuple[int, object]]:
         raise DataFormatError(path, line, "expected a JSON array or JSON lines of objects")
 
 
-def iter_json_array(path: Path, text: str) -> Iterator[tuple[int, object]]:
+def iter_json_array(path: Path, text: str) -> Iterator[tuple[int, Any]]:
     """Decode the elements of a top-level JSON array one at a time, with their start line."""
     decoder = json.JSONDecoder()
     position = _skip_whitespace(text, 0) + 1  # just past "["
@@ -116,7 +117,7 @@ def iter_json_array(path: Path, text: str) -> Iterator[tuple[int, object]]:
         raise DataFormatError(path, line_at(position + 1), "unexpected text after the closing ']'")
 
 
-def item_record(row: object, domain: str, path: Path, line: int) -> dict:
+def item_record(row: Any, domain: str, path: Path, line: int) -> dict:
     """Validate one SummEdits row and map it to the common item columns."""
     _validate_row(row, path, line)
     flawed = row["label"] == 0
@@ -140,8 +141,8 @@ def seed_document_id(item_id: str) -> str:
     return item_id.rsplit("_", 1)[0]
 
 
-def _validate_row(row: object, path: Path, line: int) -> None:
-    def fail(message: str):
+def _validate_row(row: Any, path: Path, line: int) -> None:
+    def fail(message: str) -> NoReturn:
         raise DataFormatError(path, line, message)
 
     if not isinstance(row, dict):

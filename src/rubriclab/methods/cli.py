@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     """Run a parsed subcommand; 2 for a malformed input (the message names the column)."""
     from rubriclab import methods
 
+    result: methods.AttributionResult | methods.GateResult | methods.CorrectionResult
     try:
         if hasattr(args, "level") and not 0 < args.level < 1:
             raise methods.InputError("--level", None, f"must be in (0, 1), got {args.level}")

@@ -16,7 +16,8 @@ import pandas as pd
 
 from rubriclab.carry.gates import GATES, GateEvidence, get_gate
 from rubriclab.carry.revision import (
-    Add, Delete, Edit, Keep, NoChecksLeft, Revision, Rubric, RubricCheck, apply_revision,
+    Add, Delete, Edit, Keep, NoChecksLeft, Operation, Revision, Rubric, RubricCheck,
+    apply_revision,
 )
 from rubriclab.methods import tables
 from rubriclab.methods.attribution import verdict_matrix
@@ -112,7 +113,8 @@ def read_revision(revision: pd.DataFrame, name: str = "revision"
     texts = revision["text"].map(_text) if "text" in revision.columns else \
         pd.Series("", index=revision.index)
     tables.unique_rows(pd.DataFrame({"check_id": check_ids}), source, "check_id", "check")
-    checks, ops = [], []
+    checks: list[RubricCheck] = []
+    ops: list[Operation] = []
     for position, (check_id, action, origin, new_text, text) in enumerate(
             zip(check_ids, actions, origins, new_texts, texts)):
         if action in ("edit", "add") and not new_text:
@@ -122,7 +124,8 @@ def read_revision(revision: pd.DataFrame, name: str = "revision"
             ops.append(Add(new_text))
             continue
         checks.append(RubricCheck(check_id, text, origin))
-        ops.append({"keep": Keep, "delete": Delete}[action](check_id) if action != "edit"
+        keep_or_delete: dict[str, type[Keep] | type[Delete]] = {"keep": Keep, "delete": Delete}
+        ops.append(keep_or_delete[action](check_id) if action != "edit"
                    else Edit(check_id, new_text))
     if not checks:
         raise InputError(source.name, "action", "every row is an add: the current rubric's "

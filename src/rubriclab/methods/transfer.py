@@ -13,7 +13,7 @@ import pandas as pd
 
 from rubriclab.methods import tables
 from rubriclab.methods.formatting import pipe_table
-from rubriclab.stats.bootstrap import difference, paired_bootstrap
+from rubriclab.stats.bootstrap import Statistic, difference, paired_bootstrap
 from rubriclab.transfer.metrics import (
     DIRECTIONS, FIGURE3_TASKS, Q_METRICS, micro_average_statistic, transfer_records,
 )
@@ -58,7 +58,8 @@ def transfer_q(verdicts: pd.DataFrame, *, B: int = 1000, seed: int = 0,
     tables.unique_rows(keys, source, "criterion_id", "generator, intervention and criterion")
     examples = list(dict.fromkeys(frame["example_id"]))
     generators = list(dict.fromkeys(frame["generator"]))
-    statistics, names = {}, []
+    statistics: dict[str, Statistic] = {}
+    names: list[tuple[str, str, str]] = []
     for metric, (target, _, direction) in Q_METRICS.items():
         per_generator = {}
         for generator in generators:

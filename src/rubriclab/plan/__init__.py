@@ -52,12 +52,15 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
 
     `measured`: what a pilot measured (rubriclab.plan.measured.read_pilot), used in place of
     the assumptions: answers' lengths, thinking shares, batch prompt-cache hit rates, latency."""
+    from rubriclab.config import config_digest
     from rubriclab.llm.cache import SQLiteCache
+    from rubriclab.llm.providers import provider_for
     from rubriclab.llm.settings import LLMConfig
 
     from .dag import load_workflow, run_model_free_prefix
+    from .markdown import plan_markdown
     from .planner import StandIn, plan_workflow, with_measures
-    from .report import config_digest, plan_markdown, plan_table
+    from .report import plan_table
     from .speed import measured_speed
 
     overrides = parse_config_args(config_args)
@@ -68,7 +71,7 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
     cache_path = (llm.cache_path if llm.cache_path.is_absolute()
                   else workflow.workdir / llm.cache_path)
     if llm.cache_url:  # read only: a plan writes nothing to the server
-        from rubriclab.llm.cache import open_cache
+        from rubriclab.llm.storage import open_cache
 
         try:
             cache = open_cache(llm, read_only=True)
@@ -85,7 +88,7 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
     if measured is not None:
         rows = with_measures(rows, measured)
     speeds = {model: measured_speed(model, workflow.workdir, llm, may_calibrate=calibrate)
-              for model in sorted({r.model for r in rows if r.model.startswith("local/")})}
+              for model in sorted({r.model for r in rows if provider_for(r.model).embedded})}
     if measured is not None:  # the pilot's latencies, where nothing here measured the model
         speeds.update({m: s for m, s in measured.latency.items() if speeds.get(m) is None})
     table = plan_table(rows, llm, speeds, measured=measured)

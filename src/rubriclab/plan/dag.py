@@ -54,7 +54,7 @@ class Workflow:
         free: dict[int, bool] = {}
         for job in self.jobs:
             free[job.index] = not job.calls_model and all(free[n] for n in job.needs)
-        feeding = set()
+        feeding: set[int] = set()
         for job in reversed(self.jobs):
             if job.calls_model or job.index in feeding:
                 feeding.update(job.needs)
@@ -180,9 +180,9 @@ def run_model_free_prefix(workflow: Workflow, snakefile: Path, configfiles: Iter
     # Targets first: --configfile and --config take every value that follows them.
     command = [sys.executable, "-m", "snakemake", *targets, "-s", str(Path(snakefile).resolve()),
                "--cores", str(cores)]
-    configfiles = [str(Path(path).resolve()) for path in configfiles]
-    if configfiles:
-        command += ["--configfile", *configfiles]
+    configfile_args = [str(Path(path).resolve()) for path in configfiles]
+    if configfile_args:
+        command += ["--configfile", *configfile_args]
     if config_args:
         command += ["--config", *config_args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800,

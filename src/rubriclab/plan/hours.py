@@ -95,7 +95,8 @@ class BatchWait:
     @property
     def typical_h(self) -> float | None:
         typical = [window_of(m).typical_h for m in self.models]
-        return None if any(t is None for t in typical) else max(typical)
+        known = [t for t in typical if t is not None]
+        return None if len(known) < len(typical) else max(known)
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,8 @@ class BatchPath:
     @property
     def typical_h(self) -> float | None:
         typical = [w.typical_h for w in self.waits]
-        return None if any(t is None for t in typical) else sum(typical)
+        known = [t for t in typical if t is not None]
+        return None if len(known) < len(typical) else sum(known)
 
     def describe(self) -> str:
         return " → ".join(w.label for w in self.waits)
@@ -161,5 +163,6 @@ def _path_order(waits: tuple[BatchWait, ...]) -> tuple[float, float, float]:
     """The most waits, then the longest at worst, then typically (a wait of no documented
     typical time as the longest), so that a tie never hides the slower branch."""
     typical = [w.typical_h for w in waits]
+    known = [t for t in typical if t is not None]
     return (len(waits), sum(w.worst_h for w in waits),
-            math.inf if None in typical else sum(typical))
+            math.inf if len(known) < len(typical) else sum(known))

@@ -231,11 +231,11 @@ def _calls(workdir: Path) -> tuple[pd.DataFrame, int]:
 
 
 def _effective_config(workdir: Path) -> tuple[str | None, dict | None]:
-    """The pilot's effective config and its digest (as `rubriclab.plan.report.config_digest`
+    """The pilot's effective config and its digest (as `rubriclab.config.config_digest`
     gives a plan's), or (None, None) where the run recorded none."""
     import yaml
 
-    from .report import config_digest
+    from rubriclab.config import config_digest
 
     path = workdir / EFFECTIVE_CONFIG
     if not path.is_file():
@@ -254,7 +254,7 @@ def _effective_config(workdir: Path) -> tuple[str | None, dict | None]:
 def _open_cache(workdir: Path, config: dict | None) -> tuple[Any, str]:
     """The pilot's cache, read-only, as its effective config names it (a relative folder is the
     pilot's working directory's), and where it is; (None, why not) where it cannot be opened."""
-    from rubriclab.llm.cache import open_cache
+    from rubriclab.llm.storage import open_cache
     from rubriclab.llm.settings import LLMConfig
 
     config = config or {}
@@ -278,7 +278,8 @@ def _with_answers(calls: pd.DataFrame, cache: Any,
     from rubriclab.llm.request import request_from_dict
 
     if count_tokens is None:
-        from rubriclab.llm.tokens import text_tokens as count_tokens
+        from rubriclab.llm.tokens import text_tokens
+        count_tokens = text_tokens
     caps, answers, known, budgets, free = [], [], [], [], []
     for row in calls.itertuples(index=False):
         entry = cache.get(row.key) if cache is not None else None

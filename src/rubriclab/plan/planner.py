@@ -37,7 +37,7 @@ from rubriclab.llm import standins
 from rubriclab.llm.client import answered_by
 from rubriclab.llm.formats import UnparseableAnswer, get_format
 from rubriclab.llm.pricing import thinking_cap
-from rubriclab.llm.request import Completion, Request, Usage
+from rubriclab.llm.request import Completion, Outcome, Request, Usage
 from rubriclab.llm.tokens import prompt_tokens
 
 from .dag import PlannedJob, Workflow
@@ -218,6 +218,7 @@ def _positions_to_count(size: int) -> set[int] | None:
 
 
 def _completion(request: Request, key: str, text: str, cached: bool) -> Completion:
+    outcome: Outcome
     try:
         parsed, outcome, error = get_format(request.response_format).parse(text), "ok", ""
     except UnparseableAnswer as exc:

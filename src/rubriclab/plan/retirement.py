@@ -19,7 +19,8 @@ def add_retirement(table: pd.DataFrame, llm: LLMConfig) -> None:
     model's (day, source) in table.attrs["retirement"]."""
     dated = {model: retirement_date(model, llm.settings_for(model).retires)
              for model in table["model"].unique()}
-    table["retires"] = [dated[m][0].isoformat() if dated[m][0] else "" for m in table["model"]]
+    table["retires"] = [day.isoformat() if day else ""
+                        for day in (dated[m][0] for m in table["model"])]
     table.attrs["retirement"] = dated
 
 

@@ -28,7 +28,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
@@ -51,7 +51,18 @@ class Speed:
     calls: int          # measured calls fitted
     source: str         # where the figure comes from, in words
 
+    @overload
     def seconds(self, requests: float, prompt_tokens: float, completion_tokens: float) -> float:
+        ...
+
+    @overload
+    def seconds(self, requests: pd.Series, prompt_tokens: pd.Series,
+                completion_tokens: pd.Series) -> pd.Series:
+        ...
+
+    def seconds(self, requests: Any, prompt_tokens: Any, completion_tokens: Any) -> Any:
+        """Seconds of `requests` requests of these tokens: numbers, or pandas Series row by
+        row."""
         return (requests * self.per_request_s + prompt_tokens * self.per_prompt_token_s
                 + completion_tokens * self.per_completion_token_s)
 
@@ -76,7 +87,9 @@ def fit_speed(calls: pd.DataFrame, source: str, min_calls: int = MIN_CALLS) -> S
     design = np.column_stack([np.ones(len(calls)), calls["prompt_tokens"].astype(float),
                               calls["completion_tokens"].astype(float)])
     coefficients, _ = nnls(design, calls["latency_s"].astype(float).to_numpy())
-    return Speed(*(float(c) for c in coefficients), calls=len(calls), source=source)
+    per_request, per_prompt_token, per_completion_token = (float(c) for c in coefficients)
+    return Speed(per_request, per_prompt_token, per_completion_token, calls=len(calls),
+                 source=source)
 
 
 def answered_calls(ledger: pd.DataFrame, model: str | None = None) -> pd.DataFrame:

@@ -168,7 +168,7 @@ class OpenAIBatches(_Batches):
                 data = part.get_payload(decode=True)
             elif name == "purpose":
                 purpose = part.get_content().strip()
-        if data is None:
+        if not isinstance(data, bytes):  # no file part (get_payload gives None)
             return 400, {"error": {"message": "no file in the upload"}}
         with self._lock:
             self.calls["upload"] += 1
@@ -209,7 +209,8 @@ class OpenAIBatches(_Batches):
                 {"code": "invalid_request", "message": "rehearsal: the batch failed"}]})
             batch["request_counts"]["failed"] = len(rows)
             return
-        outputs, errors = [], []
+        outputs: list[dict] = []
+        errors: list[dict] = []
         for n, (row, reply) in enumerate(zip(rows, answered)):
             if reply is None:
                 errors.append({"id": f"req_{n}", "custom_id": row["custom_id"],
@@ -457,6 +458,7 @@ class AnthropicBatches(_Batches):
         counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
         lines = []
         for row, reply in zip(batch["_rows"], answered):
+            result: dict[str, Any]
             if outcome == "failed":
                 result = {"type": "errored", "error": {"type": "error", "error": {
                     "type": "api_error", "message": "rehearsal: the batch failed"}}}

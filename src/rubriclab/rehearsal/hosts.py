@@ -21,7 +21,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from ..processes import process_running
+from rubriclab.processes import process_running
 
 SPOOL_VARIABLE = "RUBRICLAB_HOSTS_SPOOL"
 

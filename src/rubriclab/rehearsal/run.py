@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -305,7 +305,7 @@ def rehearse(configfiles: list[Path], workdir: Path, *, cores: int, data_mirror:
 
 
 def render_report(report: Mapping[str, Any], problems: list[str],
-                  plan_lines: list[str] = ()) -> str:
+                  plan_lines: Sequence[str] = ()) -> str:
     ledger, server = report["ledger"], report["server"]
     lines = ["# Rehearsal", "",
              f"Wall time {report['wall_s']:.0f} s; {sum(server['requests'].values())} requests "

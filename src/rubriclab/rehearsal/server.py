@@ -1,6 +1,7 @@
 """A loopback server that answers as the providers of config/paper.yaml do, faults included.
 
-It speaks the three wire formats litellm sends for paper.yaml's model strings:
+It speaks the three wire formats litellm sends for paper.yaml's model strings
+(rubriclab.rehearsal.wire):
 
     POST .../chat/completions             OpenAI's, also used by litellm for deepseek/, xai/
                                           and openrouter/ (OpenAI-compatible providers)
@@ -38,7 +39,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import datetime as dt
 import hashlib
 import threading
@@ -48,17 +48,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from rubriclab.llm.tokens import prompt_tokens as prompt_tokens_of
 
 from rubriclab.llm.standins import answer
 
 from .batches import AnthropicBatches, GeminiBatches, OpenAIBatches
+from .wire import (COUNTER_PREFIX, GEMINI_PATH, error_reply, marked_prefix, presented_key,
+                   prompt_token_count, read_request, refused_outright, reply_body, request_key,
+                   wire_of_get, wire_of_path)
 
 EFFORT_THINKING = {"minimal": 64, "low": 256, "medium": 512, "high": 1024}
 REFUSAL = "I'm sorry, but I can't help with that request."
-_GEMINI_PATH = re.compile(r"/models/([^/:]+):generateContent")
 _TRANSPORT_FAULTS = ("rate_limited", "server_error", "hang")
 _JSON_FORMATS = ("verdict_list_", "rubric_", "agent_action", "transfer_rubric",
                  "transfer_restated", "transfer_match_", "transfer_scores_")
@@ -167,8 +169,9 @@ class RehearsalServer:
         self.batches = OpenAIBatches(self.handle)
         self.gemini_batches = GeminiBatches(self.handle)
         self.anthropic_batches = AnthropicBatches(self.handle)
-        self.batch_apis = {"openai": self.batches, "gemini": self.gemini_batches,
-                           "anthropic": self.anthropic_batches}
+        self.batch_apis: dict[str, OpenAIBatches | GeminiBatches | AnthropicBatches] = {
+            "openai": self.batches, "gemini": self.gemini_batches,
+            "anthropic": self.anthropic_batches}
         self.min_cacheable_tokens = min_cacheable_tokens
         self._prompt_cache: set[tuple[str, str]] = set()  # (model, marked prefix) written
         self.reasoning = reasoning or {}
@@ -252,7 +255,7 @@ class RehearsalServer:
             def reply(self, status: int, payload: dict | bytes,
                       headers: dict | None = None) -> None:
                 raw = isinstance(payload, bytes)
-                data = payload if raw else json.dumps(payload).encode()
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/octet-stream" if raw
@@ -307,8 +310,8 @@ class RehearsalServer:
         keys = self.models.keys
         if keys is None or urlsplit(path).path == "/api/v1/models":  # OpenRouter's is public
             return None
-        wire = _wire_of_get(path, headers)
-        if _presented_key(path, headers) in keys:
+        wire = wire_of_get(path, headers)
+        if presented_key(path, headers) in keys:
             return None
         with self._lock:
             self.stats.refused_keys += 1
@@ -330,7 +333,7 @@ class RehearsalServer:
         """A models lookup or list, or OpenRouter's key check, in the provider's format; None
         for any other path."""
         route = unquote(urlsplit(path).path).rstrip("/")
-        wire = _wire_of_get(path, headers)
+        wire = wire_of_get(path, headers)
         if route in ("/api/v1/key", "/v1/key", "/key"):
             with self._lock:
                 self.stats.free["key"] += 1
@@ -416,9 +419,9 @@ class RehearsalServer:
             time.sleep(self.faults.hang_s)
             return "hang"
         if fault == "rate_limited":
-            return _error(wire, 429, "rate limit reached, retry later",
-                          {"Retry-After": str(self.faults.retry_after_s)})
-        return _error(wire, 503, "the server had an error processing your request")
+            return error_reply(wire, 429, "rate limit reached, retry later",
+                               {"Retry-After": str(self.faults.retry_after_s)})
+        return error_reply(wire, 503, "the server had an error processing your request")
 
     # --- one request ---------------------------------------------------------------------
 
@@ -426,11 +429,11 @@ class RehearsalServer:
                ) -> tuple[int | None, dict, dict]:
         """The answer to one request. `in_batch`: a row of a batch, which meets the answer
         faults but not the transport ones (latency, hangs, 429s, 5xx are the HTTP call's)."""
-        wire = _wire(path)
+        wire = wire_of_path(path)
         if wire is None:
             return 404, {"error": {"message": f"no such path {path}"}}, {}
-        gemini_model = _GEMINI_PATH.search(path)
-        request = _read_request(wire, body, gemini_model.group(1) if gemini_model else "")
+        gemini_model = GEMINI_PATH.search(path)
+        request = read_request(wire, body, gemini_model.group(1) if gemini_model else "")
         with self._lock:
             self.stats.requests[wire] += 1
             if in_batch:
@@ -457,12 +460,12 @@ class RehearsalServer:
             time.sleep(self.faults.hang_s)
             return None, {}, {}
         if fault == "rate_limited":
-            return _error(wire, 429, "rate limit reached, retry later",
-                          {"Retry-After": str(self.faults.retry_after_s)})
+            return error_reply(wire, 429, "rate limit reached, retry later",
+                               {"Retry-After": str(self.faults.retry_after_s)})
         if fault == "server_error":
             status = (500, 503, 529)[int(draw * 1e6) % 3]
-            return _error(wire, status, "the server had an error processing your request")
-        refused = _refused(wire, request)
+            return error_reply(wire, status, "the server had an error processing your request")
+        refused = refused_outright(wire, request)
         if refused:
             return refused
         with self._lock:
@@ -493,10 +496,10 @@ class RehearsalServer:
         completion = (answer_tokens if finish == "stop" else budget - thinking) + thinking
         prompt_tokens = prompt_token_count(wire, request)
         cache_read = cache_write = 0
-        marked = _marked_prefix(body) if wire == "anthropic" else None
+        marked = marked_prefix(body) if wire == "anthropic" else None
         # The marked prefix's tokens, by the same counter as the prompt's.
         marked_tokens = 0 if marked is None else min(prompt_tokens, prompt_tokens_of(
-            _COUNTER_PREFIX.get(wire, "") + request["model"],
+            COUNTER_PREFIX.get(wire, "") + request["model"],
             [{"role": "user", "content": marked}]))
         if marked is not None and marked_tokens >= self.min_cacheable_tokens:
             with self._lock:
@@ -506,8 +509,8 @@ class RehearsalServer:
                 cache_read = marked_tokens
             else:
                 cache_write = marked_tokens
-        return 200, _reply(wire, request["model"], text, finish, prompt_tokens, completion,
-                           thinking, cache_read, cache_write), {}
+        return 200, reply_body(wire, request["model"], text, finish, prompt_tokens,
+                               completion, thinking, cache_read, cache_write), {}
 
     def _draws(self, key: tuple[str, str], attempt: int) -> tuple[float, float, float]:
         """Three uniform draws for one attempt at a request, from a hash of the seed, the
@@ -516,7 +519,9 @@ class RehearsalServer:
         then the same in every run, whatever the threads' timing, and so are the rubrics the
         chains write and the tokens the judges are sent."""
         digest = hashlib.sha256(json.dumps([self._seed, *key, attempt]).encode()).digest()
-        return tuple(int.from_bytes(digest[k:k + 8], "big") / 2 ** 64 for k in (0, 8, 16))
+        first, second, third = (int.from_bytes(digest[k:k + 8], "big") / 2 ** 64
+                                for k in (0, 8, 16))
+        return first, second, third
 
     def _fault(self, draw: float) -> str:
         mix, edge = self.faults, 0.0
@@ -539,184 +544,3 @@ class RehearsalServer:
         if request["thinking_budget"] is not None:  # Anthropic and Gemini: a budget was set
             thinking = min(thinking, request["thinking_budget"])
         return thinking
-
-
-# --- wire formats ---------------------------------------------------------------------------
-
-def _wire_of_get(path: str, headers: Any) -> str:
-    """The provider whose format a request (a GET above all) is answered in: Anthropic's when
-    it says anthropic-version, Google's under /v1beta, else OpenAI's."""
-    route = urlsplit(path).path
-    if headers.get("anthropic-version") or "/v1/messages" in route:
-        return "anthropic"
-    if route.startswith(("/v1beta", "/upload/v1beta", "/download/v1beta")):
-        return "gemini"
-    return "openai"
-
-
-def _presented_key(path: str, headers: Any) -> str | None:
-    """The key a request carries: Bearer, x-api-key, x-goog-api-key or Google's ?key=."""
-    bearer = headers.get("Authorization") or ""
-    if bearer.lower().startswith("bearer "):
-        return bearer[7:].strip()
-    for name in ("x-api-key", "x-goog-api-key"):
-        if headers.get(name):
-            return headers.get(name)
-    return (parse_qs(urlsplit(path).query).get("key") or [None])[0]
-
-
-def _wire(path: str) -> str | None:
-    path = path.split("?", 1)[0]
-    if path.endswith("/chat/completions"):
-        return "openai"
-    if path.endswith("/v1/messages"):
-        return "anthropic"
-    if _GEMINI_PATH.search(path):
-        return "gemini"
-    return None
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
-
-
-# The model string litellm's token counter takes for the model a wire names (an Anthropic
-# model counts with Anthropic's tokenizer only under its provider's prefix).
-_COUNTER_PREFIX = {"anthropic": "anthropic/", "gemini": "gemini/"}
-
-
-def prompt_token_count(wire: str, request: dict) -> int:
-    """Prompt tokens as litellm counts them for the model: the count `rubriclab plan` plans
-    with, as a provider counts with its own tokenizer."""
-    return max(1, prompt_tokens_of(_COUNTER_PREFIX.get(wire, "") + request["model"],
-                                   request["messages"]))
-
-
-def request_key(wire: str, request: dict) -> str:
-    """One request as the provider bills it: its wire format and everything `_read_request`
-    reads (model, messages, budget, effort, thinking budget, temperature)."""
-    return json.dumps([wire, request], sort_keys=True)
-
-
-def _read_request(wire: str, body: dict, gemini_model: str) -> dict:
-    """model, messages (role/content), max_tokens, effort, thinking_budget, temperature."""
-    if wire == "openai":
-        messages = [{"role": m["role"], "content": _text_of(m.get("content"))}
-                    for m in body.get("messages", [])]
-        return dict(model=body.get("model", ""), messages=messages,
-                    max_tokens=int(body.get("max_completion_tokens") or body.get("max_tokens")
-                                   or 4096),
-                    effort=body.get("reasoning_effort"), thinking_budget=None,
-                    temperature=body.get("temperature"))
-    if wire == "anthropic":
-        system = body.get("system")
-        messages = ([{"role": "system", "content": _text_of(system)}] if system else [])
-        messages += [{"role": m["role"], "content": _text_of(m.get("content"))}
-                     for m in body.get("messages", [])]
-        thinking = body.get("thinking") or {}
-        budget = thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None
-        return dict(model=body.get("model", ""), messages=messages,
-                    max_tokens=int(body.get("max_tokens") or 0), effort=None,
-                    thinking_budget=budget, temperature=body.get("temperature"))
-    system = body.get("system_instruction") or body.get("systemInstruction") or {}
-    messages = ([{"role": "system", "content": _text_of(system.get("parts"))}]
-                if system else [])
-    for turn in body.get("contents", []):
-        role = "assistant" if turn.get("role") == "model" else "user"
-        messages.append({"role": role, "content": _text_of(turn.get("parts"))})
-    config = body.get("generationConfig") or body.get("generation_config") or {}
-    thinking = config.get("thinkingConfig") or config.get("thinking_config") or {}
-    budget = thinking.get("thinkingBudget", thinking.get("thinking_budget"))
-    return dict(model=gemini_model, messages=messages,
-                max_tokens=int(config.get("max_output_tokens") or config.get("maxOutputTokens")
-                               or 8192),
-                effort=None, thinking_budget=budget, temperature=config.get("temperature"))
-
-
-def _marked_prefix(body: dict) -> str | None:
-    """The text of an Anthropic request up to and including its last cache_control block."""
-    blocks: list[dict] = []
-    system = body.get("system")
-    if isinstance(system, list):
-        blocks += [b for b in system if isinstance(b, dict)]
-    elif system:
-        blocks.append({"text": system})
-    for message in body.get("messages", []):
-        content = message.get("content")
-        if isinstance(content, list):
-            blocks += [b for b in content if isinstance(b, dict)]
-        else:
-            blocks.append({"text": content or ""})
-    marked = [i for i, b in enumerate(blocks) if b.get("cache_control")]
-    if not marked:
-        return None
-    return "".join(b.get("text", "") for b in blocks[:marked[-1] + 1])
-
-
-def _refused(wire: str, request: dict) -> tuple[int, dict, dict] | None:
-    """The requests a provider refuses outright, as its API does."""
-    if wire == "anthropic":
-        budget = request["thinking_budget"]
-        if not request["max_tokens"]:
-            return _error(wire, 400, "max_tokens: Field required")
-        if budget is not None and budget >= request["max_tokens"]:
-            return _error(wire, 400, "`max_tokens` must be greater than "
-                                     "`thinking.budget_tokens`")
-        if budget is not None and request["temperature"] not in (None, 1, 1.0):
-            return _error(wire, 400, "`temperature` may only be set to 1 when thinking is "
-                                     "enabled")
-    return None
-
-
-def _error(wire: str, status: int, message: str,
-           headers: dict | None = None) -> tuple[int, dict, dict]:
-    if wire == "anthropic":
-        kind = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error"}
-        return status, {"type": "error", "error": {"type": kind.get(status, "api_error"),
-                                                   "message": message}}, headers or {}
-    if wire == "gemini":
-        return status, {"error": {"code": status, "message": message,
-                                  "status": "RESOURCE_EXHAUSTED" if status == 429 else
-                                  "INTERNAL"}}, headers or {}
-    return status, {"error": {"message": message, "type": "server_error" if status >= 500
-                              else "rate_limit_error" if status == 429
-                              else "invalid_request_error"}}, headers or {}
-
-
-def _reply(wire: str, model: str, text: str, finish: str, prompt_tokens: int,
-           completion_tokens: int, thinking: int, cache_read: int = 0,
-           cache_write: int = 0) -> dict:
-    if wire == "anthropic":
-        content = ([{"type": "thinking", "thinking": "(rehearsal thinking)",
-                     "signature": "rehearsal"}] if thinking else [])
-        if text:
-            content.append({"type": "text", "text": text})
-        return {"id": "msg_rehearsal", "type": "message", "role": "assistant", "model": model,
-                "content": content, "stop_reason": "max_tokens" if finish == "length"
-                else "end_turn", "stop_sequence": None,
-                # Anthropic's input_tokens leave out the tokens read from or written to cache.
-                "usage": {"input_tokens": prompt_tokens - cache_read - cache_write,
-                          "output_tokens": completion_tokens,
-                          "cache_creation_input_tokens": cache_write,
-                          "cache_read_input_tokens": cache_read}}
-    if wire == "gemini":
-        parts = ([{"text": "(rehearsal thinking)", "thought": True}] if thinking else [])
-        if text:
-            parts.append({"text": text})
-        return {"candidates": [{"content": {"role": "model", "parts": parts},
-                                "finishReason": "MAX_TOKENS" if finish == "length" else "STOP",
-                                "index": 0}],
-                "usageMetadata": {"promptTokenCount": prompt_tokens,
-                                  "candidatesTokenCount": completion_tokens - thinking,
-                                  "thoughtsTokenCount": thinking,
-                                  "totalTokenCount": prompt_tokens + completion_tokens},
-                "modelVersion": model}
-    return {"id": "chatcmpl-rehearsal", "object": "chat.completion", "created": 0,
-            "model": model,
-            "choices": [{"index": 0, "finish_reason": finish,
-                         "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens,
-                      "completion_tokens_details": {"reasoning_tokens": thinking}}}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import pandas as pd
 import yaml
@@ -18,21 +18,29 @@ from .evidence import Evidence, Outputs, Reader
 from .verdicts import (CANNOT_TELL, KINDS, NOT_COMPUTED, as_measured, models_of, verdict,
                        why_cannot_tell)
 
-CLAIMS_DIR = files("rubriclab") / "resources" / "replication"
+# A folder on disk (load_claims globs it): the package is installed as plain files.
+CLAIMS_DIR = Path(str(files("rubriclab") / "resources" / "replication"))
 WORKS = ("carry", "verify", "transfer")
 REQUIRED = ("id", "group", "work", "where", "sentence", "kind")
 READERS: dict[str, Reader] = {**readers_carry.READERS, **readers_verify.READERS,
                               **readers_transfer.READERS}
 
 
+def _entries(folder: Path, work: str) -> Iterator[tuple[Path, int, dict[str, Any]]]:
+    """(file, position, entry) of a work's claims: claims_<work>.yaml, then its parts,
+    claims_<work>_<part>.yaml, in name order."""
+    for path in [folder / f"claims_{work}.yaml", *sorted(folder.glob(f"claims_{work}_*.yaml"))]:
+        for k, entry in enumerate(yaml.safe_load(path.read_text(encoding="utf-8")) or []):
+            yield path, k, entry
+
+
 def load_claims(folder: Path | None = None) -> list[dict[str, Any]]:
-    """Every claim entry of claims_<work>.yaml, checked against the schema."""
+    """Every claim entry of claims_<work>.yaml and its parts, checked against the schema."""
     folder = Path(folder or CLAIMS_DIR)
     claims: list[dict[str, Any]] = []
     seen: set[str] = set()
     for work in WORKS:
-        path = folder / f"claims_{work}.yaml"
-        for k, entry in enumerate(yaml.safe_load(path.read_text(encoding="utf-8")) or []):
+        for path, k, entry in _entries(folder, work):
             where = f"{path}: entry {k} ({entry.get('id', 'no id')})"
             missing = [key for key in REQUIRED if key not in entry]
             if missing:

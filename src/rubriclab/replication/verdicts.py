@@ -22,6 +22,7 @@ import math
 from decimal import Decimal
 from typing import Any, Mapping
 
+from rubriclab.llm.providers import provider_for
 from rubriclab.rehearsal import REHEARSAL_FINGERPRINT
 
 from .evidence import Evidence
@@ -33,7 +34,6 @@ CANNOT_TELL = "cannot tell"
 OTHER_MODELS, STAND_IN = "other models", "stand-in"
 NOT_COMPUTED = "not computed"
 KINDS = ("arithmetic", "measured", "qualitative")
-NOT_THE_PAPERS = ("fake/", "local/")
 
 
 def printed_precision(seed: Any) -> float:
@@ -141,7 +141,8 @@ def verdict(entry: Mapping[str, Any], evidence: Evidence, config: Mapping[str, A
     if entry["kind"] == "arithmetic" or measured == CANNOT_TELL:
         return measured
     models = models_of(config, list(entry.get("models", [])))
-    if any(model.startswith(NOT_THE_PAPERS) or rehearsed(config, model) for model in models):
+    # the embedded model and the fakes (unpriced) are not the paper's models
+    if any(not provider_for(model).priced or rehearsed(config, model) for model in models):
         return OTHER_MODELS
     stand_ins = config.get("stand_ins") or {}
     if any(model in stand_ins for model in models):

@@ -32,7 +32,7 @@ subset). The procedure, fixed so that intervals are reproducible bit for bit:
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -148,7 +148,7 @@ def percentile_rows(values: np.ndarray, level: float) -> tuple[np.ndarray, np.nd
     return bounds[0], bounds[1], n_used
 
 
-def _as_value(result: object, name: str) -> float:
+def _as_value(result: Any, name: str) -> float:
     if result is None:
         return math.nan
     try:

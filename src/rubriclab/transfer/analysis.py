@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from rubriclab.stats.bootstrap import difference, paired_bootstrap
+from rubriclab.stats.bootstrap import Statistic, difference, paired_bootstrap
 from rubriclab.transfer import baselines, edits, metrics
 from rubriclab.transfer.metrics import Q_METRICS
 from rubriclab.transfer.pipeline import (
@@ -232,9 +232,9 @@ def _series(values: Mapping[str, float]) -> pd.Series:
     return pd.Series(values, dtype=np.float64)
 
 
-def existing_statistics(look: Lookup) -> dict[tuple, object]:
+def existing_statistics(look: Lookup) -> dict[tuple, Statistic]:
     inputs = look.inputs
-    stats: dict[tuple, object] = {}
+    stats: dict[tuple, Statistic] = {}
     examples = inputs.examples
     for generator in inputs.generators:
         sims = similarity_matrices(inputs.matching, generator, "similarity", examples)
@@ -395,7 +395,7 @@ def _targeted(criteria: list[str], index: int) -> list[str]:
 def analyse(inputs: Inputs) -> dict[str, pd.DataFrame]:
     look = Lookup(inputs)
     examples = inputs.examples
-    statistics: dict[tuple, object] = {}
+    statistics: dict[tuple, Statistic] = {}
     for model in inputs.it_response_models:
         for metric in Q_METRICS:
             per_generator = {}
@@ -451,8 +451,8 @@ def analyse(inputs: Inputs) -> dict[str, pd.DataFrame]:
     }
 
 
-def _add_differences(statistics: dict, per_generator: Mapping[str, object], family_metric: tuple,
-                     model: str, extra: str) -> None:
+def _add_differences(statistics: dict, per_generator: Mapping[str, Statistic],
+                     family_metric: tuple, model: str, extra: str) -> None:
     names = list(per_generator)
     for i, a in enumerate(names):
         for b in names[i + 1:]:

@@ -34,7 +34,7 @@ import pandas as pd
 
 from rubriclab.llm import Request
 from rubriclab.llm.formats import UnparseableAnswer
-from rubriclab.llm.formats_transfer import (
+from rubriclab.transfer.formats import (
     RESPONSE_FORMAT, RUBRIC_FORMAT, SIMILARITY_FORMAT, match_format_name, match_matrix,
 )
 from rubriclab.transfer.ids import (
@@ -425,7 +425,8 @@ def match_rubrics(examples: pd.DataFrame, expert: Mapping[str, list[str]],
             for ei in range(n_exp):
                 rows.append(dict(example_id=example_id, generator=generator, measure=measure,
                                  generated_index=gi, expert_index=ei,
-                                 value=matrix[gi][ei] if ok else np.nan))
+                                 value=matrix[gi][ei] if ok and matrix is not None
+                                 else np.nan))
     return pd.DataFrame(rows, columns=MATCHING_COLUMNS)
 
 
@@ -451,10 +452,9 @@ def read_responses(path) -> pd.DataFrame:
 def model_client(snakemake_config: Mapping, ledger_path, rule: str, role: str):
     """An LLMClient with a ledger, for models playing `role` (see llm.roles), and the `ask`
     callable the stages take."""
-    from rubriclab.llm import Ledger, LLMClient, LLMConfig
+    from rubriclab.model_job import model_client as job_model_client
 
-    config = LLMConfig.from_dict(snakemake_config["llm"], cache_dir=snakemake_config["cache_dir"])
-    client = LLMClient(config, ledger=Ledger(ledger_path, rule=rule), role=role)
+    client = job_model_client(snakemake_config, ledger_path, rule, role)
 
     def ask(requests: list[Request], label: str) -> list:
         return client.run(requests, label=label) if requests else []

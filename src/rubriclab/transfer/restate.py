@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rubriclab.llm.formats_transfer import RESTATED_FORMAT
+from rubriclab.transfer.formats import RESTATED_FORMAT
 from rubriclab.llm.request import Request
 from rubriclab.transfer.prompts import restate_messages
 
@@ -85,7 +85,7 @@ class Restatement:
         missing = [c.id for c in self.criteria if c.restated is None]
         if missing:
             raise ValueError(f"{self.item_id}: no restated text for {missing}")
-        return [c.restated for c in self.criteria]
+        return [c.restated for c in self.criteria if c.restated is not None]
 
 
 def criterion_id(item_id: str, index: int) -> str:
@@ -189,12 +189,12 @@ def screen(original: str, restated: str) -> list[str]:
     source = " ".join(original.split())
     if not text:
         return ["empty rewrite"]
-    if _DOUBLE_NEGATIVE.search(text):
-        reasons.append(f"double negative: {_DOUBLE_NEGATIVE.search(text).group(0)!r}")
+    if double_negative := _DOUBLE_NEGATIVE.search(text):
+        reasons.append(f"double negative: {double_negative.group(0)!r}")
     if _FAILURE_PHRASED.match(source):
-        if _FAILURE_PHRASED.match(text):
+        if failure := _FAILURE_PHRASED.match(text):
             reasons.append("still phrased as a failure: the original is, so its positive form "
-                           f"was asked for ({_FAILURE_PHRASED.match(text).group(0).strip()!r})")
+                           f"was asked for ({failure.group(0).strip()!r})")
     elif not _ANY_NEGATION.search(text):
         reasons.append("not negated: the original is not phrased as a failure, so 'Does X' "
                        "should become 'Does not X'")

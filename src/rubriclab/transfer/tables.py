@@ -244,7 +244,7 @@ def tableA7_similarity_cutoffs(cutoffs: pd.DataFrame) -> tuple[str, pd.DataFrame
             keys.append((generator, passed))
     records = []
     for cutoff in levels:
-        record = {"cutoff": int(cutoff)}
+        record: dict[str, float] = {"cutoff": int(cutoff)}
         for column, (generator, passed) in zip(columns, keys):
             value = shares.get((generator, passed, cutoff), float("nan"))
             record[column] = float("nan") if is_missing(value) else round(float(value), 1)

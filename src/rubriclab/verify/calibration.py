@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Literal
+from typing import Literal, overload
 
 import numpy as np
 from scipy.stats import binomtest
@@ -409,6 +409,9 @@ def coverage_at_sizes(corrected: CorrectedRate, *, replicates: int, seed: int,
     It tells whether the method keeps its promise near these rates at these sizes.
     """
     confusion = corrected.confusion
+    if corrected.rg.clipped is None:
+        raise ValueError("the coverage check at these sizes needs a defined Rogan-Gladen "
+                         "estimate (TPR + TNR > 1)")
     cell = VerifyCell(p=float(corrected.rg.clipped), tpr=corrected.tpr, tnr=corrected.tnr,
                       m=confusion.n, n=corrected.n_judged, design=corrected.design)
     (row,) = verify_cell(cell, replicates=replicates, n_boot=min(corrected.n_boot, 1000) or 1,
@@ -523,6 +526,14 @@ def _check_judged(k_judged_pass: int, n_judged: int) -> None:
     if not 0 <= k_judged_pass <= n_judged or n_judged == 0:
         raise ValueError(f"need 0 <= k_judged_pass <= n_judged and n_judged > 0, "
                          f"got {k_judged_pass} of {n_judged}")
+
+
+@overload
+def _clipped(interval: tuple[float, float]) -> tuple[float, float]: ...
+
+
+@overload
+def _clipped(interval: None) -> None: ...
 
 
 def _clipped(interval: tuple[float, float] | None) -> tuple[float, float] | None:

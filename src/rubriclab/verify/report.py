@@ -7,6 +7,8 @@ the evaluation split (the judged set), where the human pass rate is known and sh
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -84,15 +86,15 @@ def carry_judge_rows(verdicts: pd.DataFrame, items: pd.DataFrame, dataset: str, 
     return rows
 
 
-def _pct(value: object) -> str:
+def _pct(value: Any) -> str:
     return "n/a" if value is None or pd.isna(value) else f"{100 * float(value):.1f}"
 
 
-def _interval(low: object, high: object) -> str:
+def _interval(low: Any, high: Any) -> str:
     return "n/a" if low is None or pd.isna(low) else f"[{_pct(low)}, {_pct(high)}]"
 
 
-def _shown(raw: object, clipped: object) -> str:
+def _shown(raw: Any, clipped: Any) -> str:
     """A rate clipped to [0, 1] for display, with its raw value beside it when they differ."""
     if raw is None or pd.isna(raw):
         return "n/a"
@@ -170,7 +172,7 @@ def _is_missing(value: object) -> bool:
     return value is None or pd.isna(value)
 
 
-def _error(point: float, low: object, high: object):
+def _error(point: float, low: Any, high: Any):
     if _is_missing(low):
         return None
     return [[max(0.0, point - 100 * float(low))], [max(0.0, 100 * float(high) - point)]]
