@@ -11,7 +11,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 WHEELHOUSE ?= $(HOME)/.cache/rubriclab/wheels/llama-cpp-python-$(LLAMA_CPP_VERSION)-avx2
 STAMP := $(VENV)/.installed
 
-.PHONY: reproduce test report dry-run-paper plan plan-paper plan-pilot pilot rehearse \
+.PHONY: reproduce test test-long report dry-run-paper plan plan-paper plan-pilot pilot rehearse \
 	rehearse-pilot rehearse-cluster known-truth known-truth-sweep install clean-outputs
 
 # Values from the command line or the environment (RUN, BASE, RUBRICLAB_DATA_MIRROR and the
@@ -38,11 +38,20 @@ reproduce: $(STAMP)
 		$(if $(value RUN)$(value BASE),--config $(if $(value RUN),run=$(call quote,$(value RUN))) \
 		$(if $(value BASE),base_run=$(call quote,$(value BASE))))
 
-# TEST_WORKERS: processes the suite runs on (pytest-xdist), each taking whole files, the longest
-# first; 0 runs it in one. One per core (benchmarks/README.md has the times of one and of two).
+# The suite in lanes (benchmarks/README.md has each lane's time): `make test` runs the unit lane,
+# every test not marked `long`: units, the checks before the first job, and the pipeline runs
+# the tests share; `make test-long` runs the long lane: the reduced rehearsal, the runs that are
+# killed, interrupted or cut off, and the other long end-to-end runs; `make lint` the static
+# checks. .ci/run runs all three.
+# TEST_WORKERS: processes a lane runs on (pytest-xdist), each taking whole files, the longest
+# first; 0 runs it in one. One per core.
 TEST_WORKERS ?= $(CORES)
+test_workers = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+	$(VENV)/bin/python -m pytest -m "not long" $(test_workers)
+
+test-long: $(STAMP)
+	$(VENV)/bin/python -m pytest -m long $(test_workers)
 
 # With RUN=<name>: runs/<name>/report.html, from the config that run recorded. Without RUN, in a
 # folder that holds named runs only (after the smoke test, say), it names them and stops.
@@ -120,7 +129,7 @@ rehearse-cluster: $(STAMP)
 		$(if $(value REHEARSAL_TARGETS),--target $(foreach t,$(value REHEARSAL_TARGETS),$(call quote,$(t))))
 
 # The known-truth world, offline: scripted models that answer from the ground truth the run
-# prepares, with set judge error rates (config/known_truth.yaml, rubriclab.llm.known), so the
+# prepares, with set judge error rates (config/known_truth.yaml, rubriclab.known_truth), so the
 # outputs can be checked against what the papers claim; written under runs/known-truth/.
 # (A relative data folder is made absolute by the named run itself, rubriclab.runs.)
 ifeq ($(origin KNOWN_TRUTH_DATA),undefined)
@@ -138,6 +147,26 @@ KNOWN_TRUTH_RATES ?= 0.90 0.95 0.99
 known-truth-sweep: $(STAMP)
 	$(VENV)/bin/python benchmarks/known_truth_sweep.py --cores $(CORES) --rates $(KNOWN_TRUTH_RATES) \
 		$(if $(value KNOWN_TRUTH_DATA),--data-mirror $(call quote,$(value KNOWN_TRUTH_DATA)))
+
+# The static checks, in this order, stopping at the first that fails: ruff (pyflakes and the
+# import contract: litellm and llama_cpp only in rubriclab.llm), mypy on src/rubriclab,
+# tests/structure.py (no import circle, no import of a higher floor, no file in src/ over 600
+# lines, no provider prefix outside rubriclab/llm/providers.py), snakefmt --check and
+# snakemake --lint. Their settings are in pyproject.toml.
+.PHONY: lint
+lint: $(STAMP)
+	@echo "make lint: ruff check" && $(VENV)/bin/ruff check --output-format concise . \
+		|| { echo "make lint: ruff check failed (findings above)" >&2; exit 1; }
+	@echo "make lint: mypy src/rubriclab" && $(VENV)/bin/mypy src/rubriclab \
+		|| { echo "make lint: mypy failed (findings above)" >&2; exit 1; }
+	@echo "make lint: python -m tests.structure" && $(VENV)/bin/python -m tests.structure \
+		|| { echo "make lint: the structure check failed (findings above)" >&2; exit 1; }
+	@echo "make lint: snakefmt --check Snakefile workflow/" \
+		&& $(VENV)/bin/snakefmt --check Snakefile workflow/ \
+		|| { echo "make lint: snakefmt --check failed: run snakefmt Snakefile workflow/" >&2; exit 1; }
+	@echo "make lint: snakemake --lint" && $(VENV)/bin/snakemake --lint \
+		|| { echo "make lint: snakemake --lint failed (lints above)" >&2; exit 1; }
+	@echo "make lint: all static checks passed"
 
 install: $(STAMP)
 

@@ -32,6 +32,7 @@ def locks(folder: Path) -> list[Path]:
     return list(found.iterdir()) if found.is_dir() else []
 
 
+@pytest.mark.long
 def test_a_run_past_its_bound_is_killed_with_its_jobs_and_its_folder_unlocked(tmp_path):
     (tmp_path / "Snakefile").write_text(SNAKEFILE)
     cmd = [sys.executable, "-m", "snakemake", "-s", str(tmp_path / "Snakefile"),
