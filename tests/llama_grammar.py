@@ -4,16 +4,19 @@ from pathlib import Path
 
 import pytest
 
-GGUF = (Path(__file__).resolve().parents[1] / ".cache" / "rubriclab" / "models"
-        / "qwen2.5-coder-0.5b-instruct-q4.gguf")
+from rubriclab.llm.embedded import DEFAULT_GGUF_FILENAME, ensure_default_gguf
+
+MODELS = Path(__file__).resolve().parents[1] / ".cache" / "rubriclab" / "models"
+GGUF = MODELS / DEFAULT_GGUF_FILENAME
 
 
 def llama_grammar_parses(grammar: str) -> bool:
     """Parse GBNF with llama.cpp's own parser (the vocabulary is loaded without weights);
-    skips the calling test when llama_cpp or the GGUF is not there."""
+    skips the calling test when llama_cpp is not installed. The GGUF is assembled from its
+    installed parts where no test has assembled it yet, so these checks never depend on which
+    test ran first."""
     llama_cpp = pytest.importorskip("llama_cpp")
-    if not GGUF.is_file():
-        pytest.skip(f"no GGUF at {GGUF} to load a vocabulary from")
+    ensure_default_gguf(GGUF.parent)
     llama_cpp.llama_backend_init()
     params = llama_cpp.llama_model_default_params()
     params.vocab_only = True

@@ -4,7 +4,6 @@ their GBNF grammars, and the fake model's answers in them."""
 import ctypes
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -18,9 +17,9 @@ from rubriclab.carry.sources import RECON_TASK_DESCRIPTION
 from rubriclab.llm import Request
 from rubriclab.llm.fake import fake_answer
 from rubriclab.llm.formats import UnparseableAnswer, get_format
+from rubriclab.llm.embedded import ensure_default_gguf
+from tests.llama_grammar import GGUF, MODELS
 
-GGUF = (Path(__file__).resolve().parents[2] / ".cache" / "rubriclab" / "models"
-        / "qwen2.5-coder-0.5b-instruct-q4.gguf")
 
 NEW_FORMATS = ["rubric_revision", "rubric_checks_1", "rubric_checks_4", "rubric_checks_20",
                "scale_1_10", "verdict_list_1", "verdict_list_3", "verdict_list_20",
@@ -237,8 +236,7 @@ class _Vocabulary:
 
     def __enter__(self):
         import llama_cpp
-        if not GGUF.is_file():
-            pytest.skip(f"no GGUF at {GGUF} to load a vocabulary from")
+        ensure_default_gguf(MODELS)  # assembled from its installed parts if no test has yet
         self.llama_cpp = llama_cpp
         llama_cpp.llama_backend_init()
         params = llama_cpp.llama_model_default_params()
