@@ -1,6 +1,8 @@
 """get_format: the generic formats, the works' formats found through the entry points of
 "rubriclab.response_formats", and its errors; the strict JSON reader the works build on."""
 
+import subprocess
+import sys
 from importlib.metadata import EntryPoint
 
 import pytest
@@ -110,3 +112,16 @@ def test_strict_json_reads_one_value_or_one_fenced_value(text):
 def test_strict_json_refuses(text, message):
     with pytest.raises(UnparseableAnswer, match=message):
         load_strict_json(text, "a test")
+
+
+def test_a_works_format_is_found_without_importing_scipy():
+    """Every model job looks up its answer format once: the families' modules (and the
+    packages above them) must not drag in scipy.stats, half a second of each job's start."""
+    probe = ("import sys; from rubriclab.llm.formats import get_format; "
+             "get_format('verdict_list_3'); get_format('agent_action'); "
+             "get_format('transfer_scores_3'); "
+             "print(sorted(m for m in ('scipy.stats', 'rubriclab.verify.calibration') "
+             "if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            timeout=120, check=True)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
