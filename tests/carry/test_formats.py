@@ -17,8 +17,7 @@ from rubriclab.carry.sources import RECON_TASK_DESCRIPTION
 from rubriclab.llm import Request
 from rubriclab.llm.fake import fake_answer
 from rubriclab.llm.formats import UnparseableAnswer, get_format
-from rubriclab.llm.embedded import ensure_default_gguf
-from tests.llama_grammar import GGUF, MODELS
+from tests.llama_grammar import vocabulary_gguf
 
 
 NEW_FORMATS = ["rubric_revision", "rubric_checks_1", "rubric_checks_4", "rubric_checks_20",
@@ -236,12 +235,12 @@ class _Vocabulary:
 
     def __enter__(self):
         import llama_cpp
-        ensure_default_gguf(MODELS)  # assembled from its installed parts if no test has yet
+        gguf = vocabulary_gguf()
         self.llama_cpp = llama_cpp
         llama_cpp.llama_backend_init()
         params = llama_cpp.llama_model_default_params()
         params.vocab_only = True
-        self.model = llama_cpp.llama_model_load_from_file(str(GGUF).encode(), params)
+        self.model = llama_cpp.llama_model_load_from_file(str(gguf).encode(), params)
         assert self.model, "could not load the vocabulary"
         self.vocab = llama_cpp.llama_model_get_vocab(self.model)
         return self
