@@ -14,9 +14,12 @@ def model_client(config: Mapping[str, Any], ledger_path: str | Path, rule: str,
                  role: str) -> LLMClient:
     """An LLMClient for the models playing `role` (rubriclab.llm.roles) under the run's config
     (its `llm` settings and `cache_dir`), each request recorded in the ledger at `ledger_path`
-    as made by `rule` (the rule and the job's wildcards, "carry_judge[recon/<judge>]")."""
+    as made by `rule` (the rule and the job's wildcards, "carry_judge[recon/<judge>]"). With a
+    PostgreSQL cache its bill is the run's (`run`, unset: the unnamed run), which every job of
+    the run shares on every host."""
     settings = LLMConfig.from_dict(config["llm"], cache_dir=config["cache_dir"])
-    return LLMClient(settings, ledger=Ledger(Path(ledger_path), rule=rule), role=role)
+    return LLMClient(settings, ledger=Ledger(Path(ledger_path), rule=rule), role=role,
+                     run_name=config.get("run"))
 
 
 def job_client(snakemake: Any, rule: str, role: str) -> LLMClient:

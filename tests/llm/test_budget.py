@@ -1,5 +1,7 @@
 """The budget guard (rubriclab.llm.budget): two jobs sharing a run's bill stop before it passes
-`llm.budget_usd`; a rerun with a larger budget finishes from the cache, paying nothing twice."""
+`llm.budget_usd`; a rerun with a larger budget finishes from the cache, paying nothing twice. The
+spend record's cases run on both backends (`backend`: SQLite beside the ledgers, the run's row
+in PostgreSQL); what only PostgreSQL's does is in test_budget_pg."""
 
 from dataclasses import replace
 
@@ -10,6 +12,7 @@ from rubriclab.llm.budget import (BudgetCannotGuard, BudgetExceeded, SpendRecord
                                   spend_record_path, unguarded_message, unguarded_models)
 from rubriclab.llm.ledger import attempts_path, calls_per_distinct_request, read_ledgers
 from rubriclab.llm.pricing import price
+from rubriclab.llm.storage import open_spend_record
 
 from .jobs import finish, start_jobs
 from .openai_stub import ScriptedOpenAIServer
@@ -23,10 +26,20 @@ def api_key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
 
 
-def config(tmp_path, server, budget):
+def config(tmp_path, server, budget, backend=None):
     return LLMConfig(cache_dir=tmp_path / "cache", budget_usd=budget,
+                     cache_url=backend.url(tmp_path / "cache") if backend else None,
                      defaults=ModelSettings(api_base=server.api_base, timeout_s=5.0,
                                             num_retries=2, backoff_s=0.01, concurrency=2))
+
+
+def bill_of(cfg, ledger_path):
+    """The bill of the run whose ledger is at `ledger_path` (the unnamed run), as it stands."""
+    record = open_spend_record(cfg, ledger_path, None)
+    try:
+        return record.bill()
+    finally:
+        record.close()
 
 
 def requests(job, n, model=PRICED):
@@ -107,13 +120,13 @@ def test_the_models_a_budget_cannot_guard_are_named_before_the_first_job():
     assert "llm.per_model.<model>.price" in message and "$5.00" in message
 
 
-def test_a_cached_answer_needs_no_budget(tmp_path):
+def test_a_cached_answer_needs_no_budget(tmp_path, backend):
     with ScriptedOpenAIServer([], then="Yes") as server:
-        with LLMClient(config(tmp_path, server, None),
+        with LLMClient(config(tmp_path, server, None, backend),
                        ledger=Ledger(tmp_path / "l" / "a.jsonl", rule="a")) as client:
             client.run(requests(0, 2))
         tiny = price(PRICED, 1, 1) / 10  # below any call's price
-        with LLMClient(config(tmp_path, server, tiny),
+        with LLMClient(config(tmp_path, server, tiny, backend),
                        ledger=Ledger(tmp_path / "l" / "a.jsonl", rule="a")) as client:
             assert all(c.cached for c in client.run(requests(0, 2)))
             with pytest.raises(BudgetExceeded, match="would take it past its budget"):
@@ -121,10 +134,12 @@ def test_a_cached_answer_needs_no_budget(tmp_path):
         assert len(server.requests) == 2
 
 
-def test_the_spend_record_books_worst_cases_and_settles_to_costs(tmp_path):
-    record = SpendRecord(tmp_path / "spend.sqlite")
+def test_the_spend_record_books_worst_cases_and_settles_to_costs(tmp_path, backend):
+    cfg = backend.config(tmp_path / "cache")
+    record = open_spend_record(cfg, tmp_path / "ledger" / "a.jsonl", None)
     first = record.reserve(0.4, 1.0, "a call")
-    other = SpendRecord(tmp_path / "spend.sqlite")  # another process of the run
+    # another process of the run
+    other = open_spend_record(cfg, tmp_path / "ledger" / "b.jsonl", None)
     with pytest.raises(BudgetExceeded, match=r"\$0\.40 so far"):
         other.reserve(0.7, 1.0, "a call")
     second = other.reserve(0.5, 1.0, "a call")
@@ -132,6 +147,18 @@ def test_the_spend_record_books_worst_cases_and_settles_to_costs(tmp_path):
     other.settle(second, None)  # unknown cost: its worst case stays on the bill
     bill = record.bill()
     assert (bill.settled_usd, bill.in_flight_usd, bill.calls) == pytest.approx((0.6, 0.0, 2))
+    # a batch: its worst case booked, each answer added as it is read, then the booking released
+    batch = other.reserve(0.3, 1.0, "a batch")
+    with pytest.raises(BudgetExceeded, match=r"\$0\.90 so far \(2 paid calls, \$0\.30 of it for"
+                       r" calls in flight\).*a call, which may cost up to \$0\.20"):
+        record.reserve(0.2, 1.0, "a call")
+    other.add(0.05)
+    other.add(0.05)
+    other.release(batch)
+    bill = record.bill()
+    assert (bill.settled_usd, bill.in_flight_usd, bill.calls) == pytest.approx((0.7, 0.0, 4))
+    with pytest.raises(ValueError, match="cannot cost -1"):
+        record.reserve(-1, 1.0, "a call")
     record.close()
     other.close()
 
@@ -165,16 +192,16 @@ def test_a_budget_given_on_the_command_line_reaches_the_model_layer(repo, schema
 @pytest.mark.parametrize("fault, billed_as_worst_case", [("500", False), ("429", False),
                                                           ("timeout", True)])
 def test_a_failed_attempt_is_billed_at_zero_or_at_its_worst_case(tmp_path, fault,
-                                                                 billed_as_worst_case):
+                                                                 billed_as_worst_case, backend):
     """An error status made no completion ($0); a timeout may have been billed: its worst case
     stays on the bill."""
     with ScriptedOpenAIServer([fault, "Yes"], slow_s=2.0) as server:
-        cfg = replace(config(tmp_path, server, None), defaults=ModelSettings(
+        cfg = replace(config(tmp_path, server, None, backend), defaults=ModelSettings(
             api_base=server.api_base, timeout_s=0.5, num_retries=2, backoff_s=0.01))
         ledger = Ledger(tmp_path / "results" / "ledger" / "job.jsonl", rule="job")
         with LLMClient(cfg, ledger=ledger) as client:
             (answer,) = client.run(requests(0, 1))
-    bill = SpendRecord(spend_record_path(ledger.path)).bill()
+    bill = bill_of(cfg, ledger.path)
     assert answer.outcome == "ok" and answer.attempts == 2 and bill.calls == 2
     assert bill.in_flight_usd == 0
     if billed_as_worst_case:

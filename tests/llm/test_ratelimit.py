@@ -1,13 +1,15 @@
 """Rate limits per model shared by every job of a run (rubriclab.llm.ratelimit): two jobs in
-two processes against one loopback server, timed at the server."""
+two processes against one loopback server, timed at the server (on one host's SQLite schedule;
+two hosts on the PostgreSQL one: test_ratelimit_pg); the schedule's bookings on both stores
+(`backend`)."""
 
-import sqlite3
 import time
 
 import pytest
 
 from rubriclab.llm import LLMConfig, ModelSettings
-from rubriclab.llm.ratelimit import BURST_S, RateLimiter, RateLimitWait
+from rubriclab.llm.ratelimit import BURST_S, RateLimitWait
+from rubriclab.llm.storage import open_rate_limiter
 
 from .jobs import WARM_UP, finish, start_jobs
 from .openai_stub import ScriptedOpenAIServer
@@ -59,14 +61,12 @@ def test_a_429_with_retry_after_pauses_the_other_job_too(tmp_path):
         first[-1].set()
         # wait until the first job met the 429 and paused the model for every process
         deadline = time.monotonic() + 60
-        schedule = tmp_path / "cache" / "rate_limits.sqlite"
+        schedule = open_rate_limiter(LLMConfig(cache_dir=tmp_path / "cache"))
         paused_until = 0.0
         while time.monotonic() < deadline and not paused_until:
-            with sqlite3.connect(schedule) as db:
-                row = db.execute("SELECT not_before FROM schedule WHERE model = ?",
-                                 (MODEL,)).fetchone()
-            paused_until = row[0] if row else 0.0
+            paused_until = schedule.not_before(MODEL)
             time.sleep(0.02)
+        schedule.close()
         assert paused_until, "the 429 set no pause"
         second[-1].set()  # ... so the second job, let go now, sends nothing before it ends
         results = finish([first, second])
@@ -78,8 +78,9 @@ def test_a_429_with_retry_after_pauses_the_other_job_too(tmp_path):
     assert min(later) >= rate_limited_at + retry_after - 0.1, (rate_limited_at, later)
 
 
-def test_tokens_per_minute_book_each_request_by_its_tokens_and_settle_to_its_usage(tmp_path):
-    limiter = RateLimiter(tmp_path / "rate_limits.sqlite")
+def test_tokens_per_minute_book_each_request_by_its_tokens_and_settle_to_its_usage(tmp_path,
+                                                                                   backend):
+    limiter = open_rate_limiter(backend.config(tmp_path / "cache"))
     settings = ModelSettings(tokens_per_minute=60_000)  # 1,000 tokens a second
     far = time.time() + 3600
     first = limiter.book(MODEL, settings, 2_000, far)
@@ -97,8 +98,8 @@ def test_tokens_per_minute_book_each_request_by_its_tokens_and_settle_to_its_usa
     limiter.close()
 
 
-def test_no_wait_passes_the_deadline(tmp_path):
-    limiter = RateLimiter(tmp_path / "rate_limits.sqlite")
+def test_no_wait_passes_the_deadline(tmp_path, backend):
+    limiter = open_rate_limiter(backend.config(tmp_path / "cache"))
     settings = ModelSettings(requests_per_minute=6)  # one every 10 s
     soon = time.time() + 5
     first = limiter.book(MODEL, settings, 1, soon)

@@ -1,6 +1,7 @@
 """Limits counted apart (rubriclab.llm.ratelimit): input tokens a minute (Anthropic's ITPM counts
 uncached input only) and output tokens a minute (OTPM), each its own cell of the shared
-schedule, booked at the prompt estimate and the completion budget and settled to the usage."""
+schedule, booked at the prompt estimate and the completion budget and settled to the usage; on
+both stores of the schedule (`backend`)."""
 
 import json
 import time
@@ -10,20 +11,21 @@ import pytest
 from rubriclab.llm import Ledger, LLMClient, LLMConfig, ModelSettings, Request
 from rubriclab.llm.ratelimit import (BURST_S, RateLimiter, estimate_prompt_tokens,
                                      limited_input_tokens)
+from rubriclab.llm.storage import open_rate_limiter
 from rubriclab.rehearsal.server import FaultMix, RehearsalServer
 
 SONNET = "anthropic/claude-sonnet-4-5-20250929"
 MODEL = "openai/stub-model"
 
 
-def test_input_and_output_are_cells_of_their_own(tmp_path):
+def test_input_and_output_are_cells_of_their_own(tmp_path, backend):
     """A request of 100 input and 500 output tokens against 6,000 input and 6,000 output a
     minute waits for its output (5 s each); one limit of prompt + completion would have it wait
     6 s, and an input limit alone 1 s."""
     far = time.time() + 3600
 
     def gap(settings, name):
-        limiter = RateLimiter(tmp_path / f"{name}.sqlite")
+        limiter = open_rate_limiter(backend.config(tmp_path / name))
         first = limiter.book(MODEL, settings, 600, far, input_tokens=100, output_tokens=500)
         second = limiter.book(MODEL, settings, 600, far, input_tokens=100, output_tokens=500)
         limiter.close()
@@ -36,9 +38,9 @@ def test_input_and_output_are_cells_of_their_own(tmp_path):
     assert gap(ModelSettings(input_tokens_per_minute=6_000), "input") < 0.5  # at once
 
 
-def test_output_is_settled_to_the_completion_tokens_used(tmp_path):
+def test_output_is_settled_to_the_completion_tokens_used(tmp_path, backend):
     far = time.time() + 3600
-    limiter = RateLimiter(tmp_path / "rate_limits.sqlite")
+    limiter = open_rate_limiter(backend.config(tmp_path / "cache"))
     otpm = ModelSettings(output_tokens_per_minute=6_000)  # 100 a second
     first = limiter.book(MODEL, otpm, 600, far, input_tokens=100, output_tokens=500)
     second = limiter.book(MODEL, otpm, 600, far, input_tokens=100, output_tokens=500)

@@ -16,8 +16,8 @@ from dataclasses import replace
 
 from . import pricing
 from .backends import DeadlineExceeded, RawAnswer, made_no_completion
-from .budget import (BudgetCannotGuard, BudgetExceeded, Reservation, SpendRecord, unguarded_message,
-                     unguarded_models, usd, worst_cost)
+from .budget import (BudgetCannotGuard, BudgetExceeded, Reservation, SpendRecordBase,
+                     unguarded_message, unguarded_models, usd, worst_cost)
 from .cache_records import DiskSpaceLow, free_space_problem
 from .failures import AttemptsExhausted
 from .ledger import Ledger, attempts_path
@@ -39,7 +39,7 @@ class Admission:
     config: LLMConfig
     cache: AnswerCache
     ledger: Ledger | None
-    spend: SpendRecord | None
+    spend: SpendRecordBase | None
     limiter: RateLimiter
     _stop: StopSignals
     _budget_stop: str | None  # why the run stopped at its budget

@@ -16,7 +16,7 @@ from . import redact
 from .backends import (AnswerCutOff, Backends, DeadlineExceeded, EmptyAnswer, RawAnswer,
                        UnreadableReply, is_model_fatal, is_rate_limited, is_retryable,
                        retry_after_s, within_deadline)
-from .budget import Reservation, SpendRecord
+from .budget import Reservation, SpendRecordBase
 from .cache_records import make_answer
 from .failures import Answered, AttemptsExhausted, Failure
 from .formats import ResponseFormat, UnparseableAnswer, get_format
@@ -90,7 +90,7 @@ class Attempts:
     config: LLMConfig
     cache: AnswerCache
     backends: Backends
-    spend: SpendRecord | None
+    spend: SpendRecordBase | None
     limiter: RateLimiter
     _model_fatal: set[str]
 

@@ -62,7 +62,7 @@ from .cache_records import DiskSpaceLow
 from .pricing import provider_of
 from .request import Request
 from .settings import BATCH_PROVIDERS, LLMConfig, ModelSettings
-from .storage import BatchStorage, batch_store_file_exists, open_batch_store
+from .storage import BatchStorage, batch_store_may_hold, open_batch_store
 
 log = logging.getLogger("rubriclab.llm.batch")
 
@@ -143,9 +143,9 @@ class BatchRunner:
 
     def stored_keys(self, model: str, keys: set[str]) -> set[str]:
         """Of `keys`, those a stored batch of the model may still answer or has answered
-        (kept answers): without opening (or creating) the store where there is none."""
+        (kept answers): without opening (or creating) a SQLite store where there is none."""
         if (provider_of(model) not in BATCH_PROVIDERS
-                or (self._store is None and not batch_store_file_exists(self.config))):
+                or (self._store is None and not batch_store_may_hold(self.config))):
             return set()
         held: set[str] = set()
         for request_keys in self.store.open_jobs(model).values():

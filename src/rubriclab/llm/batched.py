@@ -16,7 +16,7 @@ from .attempts import added, plus_cost
 from .backends import RawAnswer
 from .batch import BatchRunner
 from .batch_records import BatchOutcome
-from .budget import SpendRecord
+from .budget import SpendRecordBase
 from .cache_records import CachedAnswer, Claim
 from .failures import BATCH_FAILED, Answered, Failure, not_attempted
 from .formats import get_format
@@ -36,7 +36,7 @@ class Batched:
     role: str | None
     cache: AnswerCache
     batches: BatchRunner
-    spend: SpendRecord | None
+    spend: SpendRecordBase | None
     _held: set[str]
     _budget_stop: str | None
     _disk_stop: str | None

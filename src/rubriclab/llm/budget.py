@@ -1,18 +1,23 @@
 """The budget guard: a run's paid calls stop before they would take its bill past
 `llm.budget_usd`, counted across every job of the run.
 
-The bill lives in a spend record beside the run's ledgers (`results/ledger/spend.sqlite`), which
-no run deletes (like the attempts journals; the ledgers stay the accounting): what every
-finished call cost, plus the worst case of every call in flight. Before a paid call goes out it
-reserves its worst case (its prompt, estimated high, at the input or cache-write rate, whichever
-is higher, and its whole completion budget; a new batch books every request so, at batch rates;
-`worst_cost`: a price without a cache-write rate books the input rate, and a model whose marked
-prompts its provider bills as cache writes needs that rate, or no budget can bound it)
-in a short BEGIN IMMEDIATE transaction, refused when the bill would
-pass the budget; after the answer, the reservation is settled to what the call cost. A call
-that ended without a known cost (a timeout or a dropped connection, which a provider may
-bill; or a process killed in the middle) stays on the bill at its worst case; an HTTP error
-status is settled at $0 (no completion was made).
+The bill is kept in a spend record, which no run deletes (like the attempts journals; the
+ledgers stay the accounting): what every finished call cost, plus the worst case of every call
+in flight. `SpendRecordBase` keeps it once, for both backends, which
+`rubriclab.llm.storage.open_spend_record` chooses: `SpendRecord`, a SQLite file beside the
+run's ledgers (`results/ledger/spend.sqlite`), shared by the jobs that share that folder; or,
+with a PostgreSQL cache, the run's row in the cache database
+(`rubriclab.llm.budget_pg.PostgresSpendRecord`), shared by every job of the run on every host.
+Before a paid call goes out it reserves its worst case (its prompt, estimated high, at the input
+or cache-write rate, whichever is higher, and its whole completion budget; a new batch books
+every request so, at batch rates; `worst_cost`: a price without a cache-write rate books the
+input rate, and a model whose marked prompts its provider bills as cache writes needs that
+rate, or no budget can bound it) in one transaction that holds the bill (SQLite's BEGIN
+IMMEDIATE, PostgreSQL's row lock), refused when the bill would pass the budget; after the
+answer, the reservation is settled to what the call cost. A call that ended without a known
+cost (a timeout or a dropped connection, which a provider may bill; or a process killed in
+the middle) stays on the bill at its worst case; an HTTP error status is settled at $0 (no
+completion was made).
 
 The stop is an error; every answer already paid for is cached, so a rerun with a larger budget
 goes on from the cache, and the bill it is held to still counts what the earlier runs paid.
@@ -21,14 +26,17 @@ goes on from the cache, and the bill it is held to still counts what the earlier
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from . import pricing
-from .sqlite_files import open_wal_database
 from .prompt_cache import min_cacheable_tokens
 from .settings import ModelSettings
+from .sqlite_files import Transaction, open_wal_database
+
+T = TypeVar("T")
 
 SPEND_RECORD = "spend.sqlite"
 
@@ -44,6 +52,11 @@ CREATE TABLE IF NOT EXISTS bill (
 
 class BudgetExceeded(RuntimeError):
     """A paid call would take the run's bill past its budget: the run stops before it."""
+
+
+class BillUnreachable(BudgetExceeded):
+    """The run's bill could not be booked (its database out of reach): the run stops before
+    the call, as at its budget, since a call not booked could take the bill past it."""
 
 
 class BudgetCannotGuard(ValueError):
@@ -176,40 +189,58 @@ def unguarded_message(budget_usd: float, models: list[str],
     return "; ".join(parts)
 
 
-class SpendRecord:
-    """The bill of one run, shared by its processes."""
+class SpendRecordBase:
+    """The bill of one run, shared by its processes: every method once, its statements in
+    the SQL both backends speak, with `?` placeholders, on the run's row (`_KEY` = `_row`) of
+    the table `_TABLE` (settled_usd, in_flight_usd, calls). A backend gives `location` (where
+    the bill is, for messages), `close`, and how statements run: `_query` (the rows),
+    `_write` (a change to the bill) and `_booking` (an operation's statements as one
+    transaction that holds the bill, so that no other process books meanwhile)."""
 
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self._db: sqlite3.Connection | None = None
-
-    @property
-    def db(self) -> sqlite3.Connection:
-        if self._db is None:
-            self._db = open_wal_database(self.path, _SCHEMA)
-            self._db.execute("INSERT OR IGNORE INTO bill VALUES (1, 0, 0, 0)")
-        return self._db
+    _TABLE = "bill"
+    _KEY = "id"
+    _LOCK_ROW = ""  # what a read adds to lock the row it reads, in a transaction
+    _row: object
+    location: str
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        raise NotImplementedError
+
+    def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        raise NotImplementedError
+
+    def _write(self, sql: str, params: tuple) -> None:
+        raise NotImplementedError
+
+    def _booking(self, operation: Callable[[], T]) -> T:
+        raise NotImplementedError
+
+    def _new_row(self) -> tuple[str, tuple]:
+        """The statement that makes the run's row, where there is none yet."""
+        return (f"INSERT INTO {self._TABLE} ({self._KEY}, settled_usd, in_flight_usd, calls)"
+                " VALUES (?, 0, 0, 0) ON CONFLICT DO NOTHING", (self._row,))
+
+    def _update(self, assignments: str, params: tuple) -> None:
+        self._write(f"UPDATE {self._TABLE} SET {assignments} WHERE {self._KEY} = ?",
+                    (*params, self._row))
+
+    def _read(self, lock: str = "") -> Bill:
+        rows = self._query(f"SELECT settled_usd, in_flight_usd, calls FROM {self._TABLE}"
+                           f" WHERE {self._KEY} = ?{lock}", (self._row,))
+        return Bill(*rows[0]) if rows else Bill(0.0, 0.0, 0)
 
     def bill(self) -> Bill:
-        return Bill(*self.db.execute(
-            "SELECT settled_usd, in_flight_usd, calls FROM bill WHERE id = 1").fetchone())
+        return self._read()
 
     def reserve(self, worst_usd: float, budget_usd: float, what: str) -> Reservation:
         """Book `worst_usd` for a call about to go out, or raise BudgetExceeded (booking
         nothing) if the bill would then pass `budget_usd`."""
         if worst_usd < 0:
             raise ValueError(f"a call cannot cost {worst_usd!r} dollars")
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            bill = self.bill()
+
+        def book() -> None:
+            bill = self._read(self._LOCK_ROW)
             if bill.total_usd + worst_usd > budget_usd:
-                db.execute("ROLLBACK")
                 in_flight = (f", {usd(bill.in_flight_usd)} of it for calls in flight"
                              if bill.in_flight_usd else "")
                 raise BudgetExceeded(
@@ -217,29 +248,60 @@ class SpendRecord:
                     f"{in_flight}), and {what}, which may cost up to {usd(worst_usd)}, "
                     f"would take it past its budget of {usd(budget_usd)} (llm.budget_usd), so "
                     f"the run stops before it; {how_to_go_on(budget_usd)}")
-            db.execute("UPDATE bill SET in_flight_usd = in_flight_usd + ? WHERE id = 1",
-                       (worst_usd,))
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
+            self._update("in_flight_usd = in_flight_usd + ?", (worst_usd,))
+
+        self._booking(book)
         return Reservation(worst_usd)
+
+    # What a booking takes off the calls in flight, never below $0 (`max` is not PostgreSQL's).
+    _LESS_IN_FLIGHT = ("in_flight_usd = CASE WHEN in_flight_usd > ? THEN in_flight_usd - ?"
+                       " ELSE 0 END")
 
     def settle(self, reservation: Reservation, cost_usd: float | None) -> None:
         """The call is over: it cost `cost_usd` (None: unknown, so its worst case stays)."""
         cost = reservation.worst_usd if cost_usd is None else cost_usd
-        self.db.execute("UPDATE bill SET in_flight_usd = max(0, in_flight_usd - ?),"
-                        " settled_usd = settled_usd + ?, calls = calls + 1 WHERE id = 1",
-                        (reservation.worst_usd, cost))
+        self._update(f"{self._LESS_IN_FLIGHT}, settled_usd = settled_usd + ?, calls = calls + 1",
+                     (reservation.worst_usd, reservation.worst_usd, cost))
 
     def release(self, reservation: Reservation) -> None:
         """Take a booking off the calls in flight, adding nothing: what it stood for was
         billed otherwise (a batch's answers, each added as it is read)."""
-        self.db.execute("UPDATE bill SET in_flight_usd = max(0, in_flight_usd - ?) WHERE id = 1",
-                        (reservation.worst_usd,))
+        self._update(self._LESS_IN_FLIGHT, (reservation.worst_usd, reservation.worst_usd))
 
     def add(self, cost_usd: float) -> None:
         """A call paid for without a reservation (a batch's answer): on the bill too."""
-        self.db.execute("UPDATE bill SET settled_usd = settled_usd + ?, calls = calls + 1"
-                        " WHERE id = 1", (cost_usd,))
+        self._update("settled_usd = settled_usd + ?, calls = calls + 1", (cost_usd,))
+
+
+class SpendRecord(SpendRecordBase):
+    """The bill of one run in a SQLite file (`spend_record_path`: beside its ledgers), shared
+    by the processes of one machine (or of every host that shares the folder)."""
+
+    _row = 1
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.location = str(self.path)
+        self._db: sqlite3.Connection | None = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            self._db = open_wal_database(self.path, _SCHEMA)
+            self._db.execute(*self._new_row())
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        return self.db.execute(sql, params).fetchall()
+
+    def _write(self, sql: str, params: tuple) -> None:
+        self.db.execute(sql, params)
+
+    def _booking(self, operation: Callable[[], T]) -> T:
+        with Transaction(self.db, immediate=True):
+            return operation()

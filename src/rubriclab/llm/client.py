@@ -39,7 +39,7 @@ from .backends import Backends
 from .batch import BatchRunner
 from .batched import Batched
 from .breaker import Breaker, Usability
-from .budget import BudgetExceeded, SpendRecord, spend_record_path
+from .budget import BudgetExceeded
 from .cache_lookup import CacheLookup
 from .cache_records import DiskSpaceLow
 from .claiming import CLAIM_LEASE_S, Claiming
@@ -48,11 +48,10 @@ from .formats import get_format
 from .ledger import Ledger
 from .misses import Misses
 from .providers import provider_for
-from .ratelimit import RateLimiter
 from .request import Completion, Request, cache_key
 from .settings import LLMConfig, check_batch_settings, check_unusable_settings
 from .stopping import JobStopped, StopSignals
-from .storage import AnswerCache, open_cache
+from .storage import AnswerCache, open_cache, open_rate_limiter, open_spend_record
 
 log = logging.getLogger("rubriclab.llm")
 
@@ -109,7 +108,8 @@ class LLMClient(CacheLookup, Batched, Misses, Claiming, Admission, Attempts, Bre
     that works on this client's state."""
 
     def __init__(self, config: LLMConfig, *, ledger: Ledger | None = None,
-                 cache: AnswerCache | None = None, role: str | None = None):
+                 cache: AnswerCache | None = None, role: str | None = None,
+                 run_name: str | None = None):
         self.config = config
         self.role = role  # the part its models play, unless a request or a run names another
         self.ledger = ledger
@@ -120,9 +120,12 @@ class LLMClient(CacheLookup, Batched, Misses, Claiming, Admission, Attempts, Bre
         self.backends = Backends(config)
         self.batches = BatchRunner(config, before_submit=self._before_batch)
         # Shared by every process of the run: the schedule of each model's requests and tokens
-        # (beside the cache) and the run's bill (beside its ledgers).
-        self.limiter = RateLimiter(config.local_dir / "rate_limits.sqlite")
-        self.spend = SpendRecord(spend_record_path(ledger.path)) if ledger is not None else None
+        # (beside the cache; with a PostgreSQL cache, in its database) and the run's bill (beside
+        # its ledgers; with a PostgreSQL cache, the row of the run named `run_name`, None: the
+        # unnamed run, shared by every host).
+        self.limiter = open_rate_limiter(config)
+        self.spend = (open_spend_record(config, ledger.path, run_name) if ledger is not None
+                      else None)
         self._budget_stop: str | None = None  # why the run stopped at its budget
         # key -> characters of its shared prefix marked cacheable, for the run under way.
         self._cache_marks: dict[str, int] = {}

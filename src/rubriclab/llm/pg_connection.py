@@ -1,7 +1,8 @@
 """Connections to a rubriclab cache database on a PostgreSQL server, shared by the cache
-(`rubriclab.llm.cache_pg`), the batch store (`rubriclab.llm.batch_pg`) and the ledger's rows
-(`rubriclab.llm.ledger_pg`): connecting, naming the server in errors, telling a lost server
-from a refused statement, and every table of such a database (`SCHEMA`, `create_schema`).
+(`rubriclab.llm.cache_pg`), the batch store (`rubriclab.llm.batch_pg`), the ledger's rows
+(`rubriclab.llm.ledger_pg`) and the rate limits (`rubriclab.llm.ratelimit_pg`): connecting,
+naming the server in errors, telling a lost server from a refused statement, and every table
+of such a database (`SCHEMA`, `create_schema`).
 
 **A lost server is waited for** (a restart, a failover, a cut network): `Connection` makes the
 connection again with backoff (`Outage`) for up to `llm.cache_reconnect_s` (60 s) from the
@@ -26,11 +27,17 @@ from .settings import CACHE_RECONNECT_S, shown_url
 
 T = TypeVar("T")
 
+# How long a step on the client's event loop (booking a paid call on the run's bill or in the
+# shared rate limits) tries to reach a lost server again, in seconds: it holds up the reading of
+# the answers of the calls in flight, so it is short; a job stops rather than wait longer.
+EVENT_LOOP_WAIT_S = 5.0
+
 log = logging.getLogger("rubriclab.llm")
 
 # Every table of a rubriclab cache database: answers and claims, the batch store
-# (rubriclab.llm.batch_pg) and the ledger's rows (rubriclab.llm.ledger). Created once, under an
-# advisory lock (two processes creating one table at once would otherwise collide).
+# (rubriclab.llm.batch_pg), the ledger's rows (rubriclab.llm.ledger) and the runs' bills
+# (rubriclab.llm.budget_pg). Created once, under an advisory lock (two processes creating one
+# table at once would otherwise collide).
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS answers (
         key TEXT PRIMARY KEY,
@@ -78,6 +85,21 @@ SCHEMA = [
         ledger TEXT NOT NULL,
         attempt BOOLEAN NOT NULL,
         row JSONB NOT NULL)""",
+    # The bill of each run (rubriclab.llm.budget_pg), by the run's name ("": the unnamed run).
+    """CREATE TABLE IF NOT EXISTS run_bills (
+        run TEXT PRIMARY KEY,
+        settled_usd DOUBLE PRECISION NOT NULL,
+        in_flight_usd DOUBLE PRECISION NOT NULL,
+        calls BIGINT NOT NULL)""",
+    # The models' rate-limit schedule (rubriclab.llm.ratelimit_pg), one row per model, its
+    # times in the server's clock.
+    """CREATE TABLE IF NOT EXISTS rate_schedule (
+        model TEXT PRIMARY KEY,
+        requests_at DOUBLE PRECISION NOT NULL,
+        tokens_at DOUBLE PRECISION NOT NULL,
+        input_at DOUBLE PRECISION NOT NULL,
+        output_at DOUBLE PRECISION NOT NULL,
+        not_before DOUBLE PRECISION NOT NULL)""",
 ]
 _SCHEMA_LOCK = 0x7275627269636C61  # pg_advisory_xact_lock key: "rubricla"
 CONNECT_TIMEOUT_S = 10
@@ -273,6 +295,22 @@ class Connection:
                     self._depth -= 1
             self._sleep(self.outage.wait_s())  # without the lock: others may go on meanwhile
 
+    def call_within(self, operation: Callable[[], T], seconds: float) -> T:
+        """`operation` (under the lock), trying a lost server again for at most `seconds`
+        (and never past the reconnect window): for a step on the client's event loop, where a
+        long wait would hold up the answers of the calls in flight. CacheUnavailable when the
+        server stayed lost."""
+        until = time.monotonic() + min(self.reconnect_s, seconds)
+        while True:
+            try:
+                with self.lock:
+                    return self.call(operation, wait=False)
+            except CacheUnavailable:
+                left = until - time.monotonic()
+                if left <= 0:
+                    raise
+                self._sleep(min(max(self.outage.wait_s(), 0.0), left))
+
     def _ensure(self, wait: bool) -> None:
         db = self.db
         if db is not None and not db.broken and not db.closed:
@@ -316,7 +354,8 @@ class Connection:
                                 f"reach, reconnecting: {self._last_error}")
 
 
-_TABLES = ("answers", "claims", "batch_jobs", "batch_requests", "batch_answers", "ledger_rows")
+_TABLES = ("answers", "claims", "batch_jobs", "batch_requests", "batch_answers", "ledger_rows",
+           "run_bills", "rate_schedule")
 
 
 def create_schema(db: Any) -> None:

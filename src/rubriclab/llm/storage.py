@@ -1,9 +1,11 @@
 """The storage interface of the model layer: what the client and the commands need of the
 answer cache (`AnswerCache`) and of the batch store (`BatchStorage`), and the one place that
-chooses their backend from the settings: a PostgreSQL server where `LLMConfig.cache_url` names
-one (`cache_pg.PostgresCache`, `batch_pg.PostgresBatchStore`), else SQLite files in
-`LLMConfig.cache_dir` (`cache.SQLiteCache`, `batch_store.BatchStore`). The backends never import
-this module. Their shared records and errors are in `cache_records` and `batch_records`."""
+chooses their backend from the settings, and the run's bill's: a PostgreSQL server where
+`LLMConfig.cache_url` names one (`cache_pg.PostgresCache`, `batch_pg.PostgresBatchStore`,
+`budget_pg.PostgresSpendRecord`), else SQLite files in `LLMConfig.cache_dir`
+(`cache.SQLiteCache`, `batch_store.BatchStore`; the bill beside the run's ledgers,
+`budget.SpendRecord`). The backends never import this module. Their shared records and errors
+are in `cache_records` and `batch_records`."""
 
 from __future__ import annotations
 
@@ -15,9 +17,13 @@ from .backends import RawAnswer
 from .batch_pg import PostgresBatchStore
 from .batch_records import BatchJob, BatchOutcome
 from .batch_store import BatchStore
+from .budget import SpendRecord, SpendRecordBase, spend_record_path
+from .budget_pg import PostgresSpendRecord
 from .cache import SQLiteCache
 from .cache_pg import PostgresCache
 from .cache_records import CachedAnswer, Claim, ImportReport
+from .ratelimit import RateLimiter, SQLiteRateLimiter
+from .ratelimit_pg import PostgresRateLimiter
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (Ed25519PrivateKey,
@@ -124,7 +130,29 @@ def open_batch_store(config: LLMConfig) -> BatchStorage:
     return BatchStore(config.cache_dir / BatchStore.FILE_NAME)
 
 
-def batch_store_file_exists(config: LLMConfig) -> bool:
-    """Whether the SQLite batch store's file is in `config.cache_dir` (looked at without
-    opening, or creating, a store)."""
-    return (config.cache_dir / BatchStore.FILE_NAME).exists()
+def open_rate_limiter(config: LLMConfig) -> RateLimiter:
+    """The models' rate-limit schedule (`rubriclab.llm.ratelimit`): with a PostgreSQL cache, its
+    rows in that database, shared by every host of the run; else the SQLite file in
+    `config.local_dir`, shared by the processes of this host. Connected (or opened) at the
+    first paid call."""
+    if config.cache_url:
+        return PostgresRateLimiter(config.cache_url, reconnect_s=config.cache_reconnect_s)
+    return SQLiteRateLimiter(config.local_dir / SQLiteRateLimiter.FILE_NAME)
+
+
+def batch_store_may_hold(config: LLMConfig) -> bool:
+    """Whether the batch store `config` names may hold a batch, looked at without opening (or
+    creating) a SQLite store: its file exists in `config.cache_dir`; on PostgreSQL, always
+    (another host may have stored one; the store is opened to ask)."""
+    return bool(config.cache_url) or (config.cache_dir / BatchStore.FILE_NAME).exists()
+
+
+def open_spend_record(config: LLMConfig, ledger_path: str | Path,
+                      run: str | None) -> SpendRecordBase:
+    """The bill of the run (`rubriclab.llm.budget`): with a PostgreSQL cache, the row of the
+    run named `run` (None: the unnamed run) in its database, shared by every host; else the
+    SQLite spend record beside the ledger at `ledger_path`, shared by the jobs whose ledgers
+    share its folder."""
+    if config.cache_url:
+        return PostgresSpendRecord(config.cache_url, run, reconnect_s=config.cache_reconnect_s)
+    return SpendRecord(spend_record_path(ledger_path))
