@@ -122,6 +122,9 @@ rule cost_report:
         "../envs/rubriclab.yaml"
     resources:
         **SMALL_JOB,
+    params:
+        # where this job's host keeps its local copies of the store's files
+        local_storage=str(workflow.storage_settings.local_storage_prefix),
     script:
         "../scripts/cost_report.py"
 

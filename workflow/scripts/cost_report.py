@@ -2,19 +2,21 @@ import json
 from pathlib import Path
 
 from rubriclab.config import config_digest
-from rubriclab.llm.ledger import (calls_per_distinct_request, cost_report_markdown,
-                                  read_earlier_attempts, read_ledgers, summarize)
+from rubriclab.llm import LLMConfig
+from rubriclab.llm.bill import cost_report
 from rubriclab.plan.compare import bill_markdown, read_plan
 from rubriclab.runtime import configure_logging
 
 configure_logging(snakemake.log[0])
-paths = [Path(p) for p in snakemake.input.ledgers]
-ledger, attempts = read_ledgers(paths), read_earlier_attempts(paths)
+# With a PostgreSQL cache, every paid call of every host is in its database: billed from there
+# (and the journals), the stages known by their ledgers' paths under this host's folder of
+# local copies of the store (params.local_storage).
+cache_url = LLMConfig.from_dict(snakemake.config["llm"],
+                                cache_dir=snakemake.config["cache_dir"]).cache_url
 # Answers of fake models are not cached unless the config asks: their repeats are no payment.
-skip_fake = not snakemake.config["llm"]["cache_fake_answers"]
-markdown = cost_report_markdown(summarize(ledger, attempts),
-                                calls_per_distinct_request(ledger, attempts, skip_fake),
-                                fake_skipped=skip_fake)
+ledger, markdown = cost_report([Path(p) for p in snakemake.input.ledgers], cache_url,
+                               snakemake.params.local_storage,
+                               skip_fake=not snakemake.config["llm"]["cache_fake_answers"])
 plan, note = None, ""
 if snakemake.input.plan:
     planned_for = json.loads(Path(snakemake.input.plan_digest[0]).read_text())["config_digest"]

@@ -166,8 +166,15 @@ def read_ledgers(paths: list[Path]) -> pd.DataFrame:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError as exc:
                     raise ValueError(f"{path}, line {line_no}: not a ledger row ({exc})") from exc
+    return ledger_frame(rows)
+
+
+def ledger_frame(rows: list[dict]) -> pd.DataFrame:
+    """Ledger rows as a table, a row written before a later column with its old meaning."""
     frame = pd.DataFrame(rows, columns=LEDGER_COLUMNS)
-    return frame.fillna(_LATER_COLUMNS).infer_objects()
+    for column, value in _LATER_COLUMNS.items():  # as objects: no column is all-missing float
+        frame[column] = frame[column].astype(object).where(frame[column].notna(), value)
+    return frame.infer_objects()
 
 
 def read_earlier_attempts(ledger_paths: list[Path]) -> pd.DataFrame:
@@ -299,8 +306,9 @@ def cost_report_markdown(summary: pd.DataFrame, calls: tuple[int, int] | None = 
         "reached a model in the run that wrote those results; cache hits cost nothing.",
         "Tokens and cost count uncached calls only; `cost of cached` is what the cached answers",
         "cost when first paid for; `earlier runs` are calls that runs of the same stage paid for",
-        "before (killed, failed or replaced runs), from the stage's attempts journal, with the",
-        "calls a killed process had in flight (`paid-unknown`: of unknown cost). Costs come",
+        "before (killed, failed or replaced runs), from the stage's attempts journal (with a",
+        "PostgreSQL cache also from the attempts every host wrote to its database, each once),",
+        "with the calls a killed process had in flight (`paid-unknown`: of unknown cost). Costs come",
         "from litellm's price map (local models cost $0); a call of unknown price (no price in",
         "the map, or a call that failed) is counted as unknown, never as $0.",
         "`batch` counts uncached calls answered through the provider's batch API (priced at its",

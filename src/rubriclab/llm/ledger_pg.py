@@ -1,6 +1,6 @@
 """A ledger's rows in the PostgreSQL cache database (`ledger_rows`), where the rows of every
 host of a run meet: written as they are recorded (`LedgerRows`, beside the ledger file), and
-read back (`read_ledger_rows`). A lost server is waited for at close only
+read back (`read_ledger_rows`; the paid calls of some stages, `read_stage_attempts`). A lost server is waited for at close only
 (`rubriclab.llm.pg_connection.Connection`)."""
 
 from __future__ import annotations
@@ -86,3 +86,25 @@ def read_ledger_rows(url: str, ledger: str | None = None) -> list[dict[str, Any]
                           f"{where} ORDER BY id", params).fetchall()
     return [{"host": h, "ledger": lg, "attempt": a, "written_at": w, "row": r}
             for h, lg, a, w, r in rows]
+
+
+def _like_tail(name: str) -> str:
+    """A LIKE pattern of every path that ends in /`name` (its wildcards taken literally)."""
+    escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return "%/" + escaped
+
+
+def read_stage_attempts(url: str, stages: list[str]) -> list[dict[str, Any]]:
+    """The rows of calls that reached a model (`attempt`) of the ledgers named by `stages`,
+    oldest first: a row's ledger is a stage's name or ends in "/" + it (the same file in each
+    job folder of another host, `rubriclab.llm.bill.stage_name`)."""
+    if not stages:
+        return []
+    with contextlib.closing(connect(url, read_only=True)) as db:
+        (table,) = db.execute("SELECT to_regclass('ledger_rows')").fetchone()
+        if table is None:
+            return []
+        rows = db.execute("SELECT row FROM ledger_rows WHERE attempt AND (ledger = ANY(%s)"
+                          " OR ledger LIKE ANY(%s)) ORDER BY id",
+                          (stages, [_like_tail(s) for s in stages])).fetchall()
+    return [row for (row,) in rows]
