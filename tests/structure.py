@@ -31,7 +31,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"known_truth"}),
     # The works and the tools that plan, size and check a run.
     frozenset({"plan", "carry", "transfer", "verify", "recon", "sizing", "runs", "validate",
-               "model_job", "runtime"}),
+               "model_job", "runtime", "slurm_status"}),
     frozenset({"rehearsal", "reuse"}),
     frozenset({"methods", "replication", "report_items"}),
     frozenset({"cli"}),

@@ -5,7 +5,12 @@ rule declares; too little and the job is killed, far too much and it waits in th
 numbers below were measured on the reduced rehearsal (each rule's `benchmark:` file, max_rss
 and wall seconds; benchmarks/README.md, "Cluster sizes") and given room; where a job's length
 depends on the config (a model job's calls), it is read from the config, not guessed.
-See docs/cluster.md.
+No job asks for more time than `cluster.max_runtime_min` (a partition refuses a longer one, so
+such a rule is refused when the Snakefile is read), and no group job either: Snakemake 9.27
+asks for a group job the sum, over the group's layers, of each layer's longest job
+(snakemake/resources.py, `GroupResources.basic_layered`, called by `GroupJob.resources` in
+snakemake/jobs.py with `additive_resources=["runtime"]`); at worst, one job a layer, the sum of
+all its jobs. `group_within` keeps a group only where that sum fits. See docs/cluster.md.
 """
 
 from __future__ import annotations
@@ -37,19 +42,52 @@ BATCH_COLLECT_MIN = 60
 # job's cores, so a run of the default config takes hours on two cores.
 LOCAL_MEM_MB = 4000
 LOCAL_RUNTIME_MIN = 720
+# cluster.max_runtime_min's default (the schema's): 48 hours, a common partition limit that
+# paper.yaml's longest job (a batch-mode judge, 27 h) fits; a 24-hour partition refuses it.
+DEFAULT_MAX_RUNTIME_MIN = 2880
 
 
-def model_job_size(llm: LLMConfig, model: str, role: str | None) -> dict[str, int]:
-    """`mem_mb` and `runtime` of a job whose calls go to `model` in `role`."""
+def model_job_size(llm: LLMConfig, model: str, role: str | None,
+                   max_runtime_min: int = DEFAULT_MAX_RUNTIME_MIN) -> dict[str, int]:
+    """`mem_mb` and `runtime` of a job whose calls go to `model` in `role`; ValueError where
+    the runtime passes `max_runtime_min` (cluster.max_runtime_min)."""
     family = provider_for(model)
     if family.scripted:  # answered by code in the job's own process
-        return {"mem_mb": SMALL_MEM_MB, "runtime": SMALL_RUNTIME_MIN}
-    if family.embedded:
-        return {"mem_mb": LOCAL_MEM_MB, "runtime": LOCAL_RUNTIME_MIN}
-    if llm.batch_for(model, role):
-        wait_min = math.ceil(llm.settings_for(model).batch_max_wait_s / 60)
-        return {"mem_mb": API_MEM_MB, "runtime": wait_min + BATCH_COLLECT_MIN}
-    return {"mem_mb": API_MEM_MB, "runtime": API_RUNTIME_MIN}
+        size = {"mem_mb": SMALL_MEM_MB, "runtime": SMALL_RUNTIME_MIN}
+    elif family.embedded:
+        size = {"mem_mb": LOCAL_MEM_MB, "runtime": LOCAL_RUNTIME_MIN}
+    elif llm.batch_for(model, role):
+        wait_s = llm.settings_for(model).batch_max_wait_s
+        size = {"mem_mb": API_MEM_MB,
+                "runtime": math.ceil(wait_s / 60) + BATCH_COLLECT_MIN}
+        if size["runtime"] > max_runtime_min:
+            fits_s = (max_runtime_min - BATCH_COLLECT_MIN) * 60
+            raise ValueError(
+                f"config key 'cluster.max_runtime_min' ({max_runtime_min} min): a job of "
+                f"{model!r} as {role} in batch mode asks {size['runtime']} min "
+                f"(batch_max_wait_s {wait_s:g} s + {BATCH_COLLECT_MIN} min to collect), and a "
+                f"partition with that limit refuses it; lower "
+                f"llm.per_model['{model}'].batch_max_wait_s to at most {fits_s} s, or raise "
+                "cluster.max_runtime_min to your partition's MaxTime")
+        return size
+    else:
+        size = {"mem_mb": API_MEM_MB, "runtime": API_RUNTIME_MIN}
+    if size["runtime"] > max_runtime_min:
+        raise ValueError(
+            f"config key 'cluster.max_runtime_min' ({max_runtime_min} min): a job of {model!r} "
+            f"as {role} asks {size['runtime']} min (rubriclab.sizing), and a partition with "
+            "that limit refuses it; raise cluster.max_runtime_min to your partition's MaxTime")
+    return size
+
+
+def group_within(group: str, job_runtime_min: int, components: int,
+                 max_runtime_min: int = DEFAULT_MAX_RUNTIME_MIN) -> str | None:
+    """`group` for jobs of `job_runtime_min` each, where `components` of them (the profile's
+    group-components; each of these jobs its own component) fit `max_runtime_min` even one
+    after another; else None, no group: each job asks for its own time."""
+    if max(components, 1) * job_runtime_min <= max_runtime_min:
+        return group
+    return None
 
 
 def small_job_size() -> dict[str, int]:

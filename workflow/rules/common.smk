@@ -25,6 +25,7 @@ from rubriclab.llm.progress import RUN_PLAN_VARIABLE, write_run_plan
 from rubriclab.llm.providers import provider_for
 from rubriclab.llm.settings import LLMConfig
 from rubriclab.sizing import model_job_size, small_job_size
+from rubriclab.slurm_status import check_slurm_status
 from rubriclab.files import model_slug, tree_fingerprint
 from rubriclab.reuse import reuse_base_run
 from rubriclab.report_items import made_by, paper_item
@@ -209,6 +210,8 @@ onstart:
     # Snakemake's SIGINT / SIGTERM reach the running jobs, which store their calls in flight
     # and end (rubriclab.job_signals); its own handlers are in place by now.
     pass_stop_signals_to_jobs(say=lambda line: print(line, file=sys.stderr))
+    # Under the slurm executor: can its status command see jobs end on this cluster?
+    check_slurm_status(workflow.executor_plugin.name, workflow.executor_settings)
     check_before_first_job(
         config,
         warn=lambda line: print(f"warning: {line}", file=sys.stderr),
@@ -284,7 +287,7 @@ def model_resources(model, role):
     (the Snakefile's resource_scopes). mem_mb and runtime (minutes) are what a cluster executor
     asks for (rubriclab.sizing, docs/cluster.md).
     """
-    size = model_job_size(_LLM_CONFIG, model, role)
+    size = model_job_size(_LLM_CONFIG, model, role, config["cluster"]["max_runtime_min"])
     if provider_for(model).embedded:
         return {"local_llm": 1, "api_calls": 0, **size}
     if not provider_for(model).remote:

@@ -38,7 +38,7 @@ rule verify_reply_rubric:
         "results/benchmarks/verify_reply_rubric.tsv"
     # Small judge jobs: bundled into one cluster job (profiles' group-components).
     group:
-        "judge"
+        judge_group
     conda:
         "../envs/rubriclab.yaml"
     resources:
@@ -68,7 +68,7 @@ rule verify_judge_labels:
         dataset="|".join(DATASETS),
     # Small judge jobs: bundled into one cluster job (profiles' group-components).
     group:
-        "judge"
+        judge_group
     conda:
         "../envs/rubriclab.yaml"
     resources:
