@@ -122,11 +122,28 @@ rehearse-pilot: $(STAMP)
 REHEARSAL_CACHE ?= sqlite
 REHEARSAL_TARGETS ?=
 REHEARSAL_CLUSTER_DIR ?= rehearsal-cluster
+# PROFILE=slurm: verify's calibration table and carry's Figure 2 (or REHEARSAL_TARGETS) through
+# profiles/slurm on a one-node Slurm and a PostgreSQL server started for it (root, Debian's
+# slurmctld slurmd slurm-client munge and postgresql packages), the head killed once and
+# started again, against one machine (benchmarks/cluster_rehearsal_postgres.py,
+# rubriclab.rehearsal.slurm). Add REHEARSAL_SLURM=existing to use the Slurm sinfo reaches.
+PROFILE ?= cluster-generic
+REHEARSAL_SLURM ?= one-node
 rehearse-cluster: $(STAMP)
+ifeq ($(PROFILE),slurm)
+	PYTHONPATH=src $(VENV)/bin/python benchmarks/cluster_rehearsal_postgres.py --profile slurm \
+		$(if $(filter existing,$(REHEARSAL_SLURM)),--existing-slurm) --cores $(CORES) \
+		--workdir $(call quote,$(value REHEARSAL_CLUSTER_DIR)) \
+		--data-mirror $(call quote,$(value REHEARSAL_DATA)) \
+		$(if $(value REHEARSAL_TARGETS),--target $(foreach t,$(value REHEARSAL_TARGETS),$(call quote,$(t))))
+else ifeq ($(PROFILE),cluster-generic)
 	$(VENV)/bin/python -m rubriclab.rehearsal.cluster --cores $(CORES) \
 		--workdir $(call quote,$(value REHEARSAL_CLUSTER_DIR)) \
 		--data-mirror $(call quote,$(value REHEARSAL_DATA)) --cache $(call quote,$(value REHEARSAL_CACHE)) \
 		$(if $(value REHEARSAL_TARGETS),--target $(foreach t,$(value REHEARSAL_TARGETS),$(call quote,$(t))))
+else
+	$(error PROFILE=$(PROFILE): slurm or cluster-generic)
+endif
 
 # The known-truth world, offline: scripted models that answer from the ground truth the run
 # prepares, with set judge error rates (config/known_truth.yaml, rubriclab.known_truth), so the

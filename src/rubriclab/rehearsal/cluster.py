@@ -15,6 +15,9 @@ runs' ledgers record:
    answered a share of the requests, then started again: still 1.000 answers per distinct
    request over all three invocations.
 
+`--profile slurm` runs instead rubriclab.rehearsal.slurm's checks: part of the reduced
+rehearsal through `profiles/slurm/` on a real Slurm, its head killed once, against one machine.
+
 The cache is a parameter (`--cache`: a folder for the default SQLite cache, or a
 postgresql://... URL), handed to every job as RUBRICLAB_CACHE. The timings go to
 `<workdir>/cluster_report.json` and `.md`; benchmarks/README.md records them.
@@ -23,7 +26,6 @@ postgresql://... URL), handed to every job as RUBRICLAB_CACHE. The timings go to
 from __future__ import annotations
 
 import argparse
-import filecmp
 import json
 import os
 import signal
@@ -35,112 +37,15 @@ from typing import Any
 
 import yaml
 
-from .run import (PLACEHOLDER_KEYS, REPO, THINKING_BY_DEFAULT, RehearsalFailed, expected_sizes,
-                  ledger_summary, measured_sizes, merged_config, overlay, serve_models_of,
-                  snakemake_command, stop_group)
-from .server import FaultMix, ReasoningModel, RehearsalServer
+from .invocations import (answer_counts, differing_tables, finish, fresh_server, ledger_keys,
+                          run_command, run_env, start, tables_of)
+from .run import REPO, RehearsalFailed, expected_sizes, ledger_summary, measured_sizes
+from .slurm import DEFAULT_TARGETS, rehearse_slurm
 
 PROFILE = REPO / "profiles" / "cluster-generic"
-# Tables compared between runs: every csv of the figures and results, but for what records a
-# run's own history (the ledger of calls, per-job timings, logs).
-CLIENT_TIMEOUT_S = 300.0
-SKIPPED = ("results/ledger/", "results/benchmarks/", "results/plan/", "logs/")
-
-
-def _server() -> RehearsalServer:
-    reasoning = {name: ReasoningModel() for name in THINKING_BY_DEFAULT}
-    return RehearsalServer(faults=FaultMix.none(), reasoning=reasoning)
-
-
-def _env(cache: str, spool: Path | None = None, store: Path | None = None) -> dict[str, str]:
-    env = {**os.environ, **{key: "rehearsal-placeholder" for key in PLACEHOLDER_KEYS},
-           "RUBRICLAB_CACHE": cache,
-           # The profile's submit command runs `python`: this one, with this rubriclab.
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": os.pathsep.join([str(REPO / "src"),
-                                          *filter(None, [os.environ.get("PYTHONPATH")])])}
-    if spool is not None:
-        spool.mkdir(parents=True, exist_ok=True)
-        env["RUBRICLAB_HOSTS_SPOOL"] = str(spool)
-    if store is not None:
-        store.mkdir(parents=True, exist_ok=True)
-        env["RUBRICLAB_STORE"] = str(store)
-    return env
-
-
-def _command(configfiles: list[Path], workdir: Path, server: RehearsalServer, cores: int,
-             data_mirror: str, hosts: bool, targets: tuple[str, ...] = ()) -> list[str]:
-    workdir.mkdir(parents=True, exist_ok=True)
-    config = merged_config(configfiles)
-    serve_models_of(server, config)  # for the preflight of the checks before the first job
-    layer = overlay(config, server.url, workdir, data_mirror)
-    for settings in layer["llm"]["per_model"].values():
-        # The server here never hangs (no faults): a client that gave up on a slow answer on
-        # a busy machine would ask again, and the second answer would count as paid twice.
-        settings["timeout_s"] = CLIENT_TIMEOUT_S
-    overlay_path = workdir / "rehearsal_overlay.yaml"
-    overlay_path.write_text(yaml.safe_dump(layer))
-    extra = [*targets, *(["--workflow-profile", str(PROFILE)] if hosts else [])]
-    return snakemake_command([*configfiles, overlay_path], workdir, cores, extra)
-
-
-def _start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    with open(log, "a", encoding="utf-8") as out:
-        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                cwd=REPO, start_new_session=True)
-
-
-def _finish(process: subprocess.Popen, log: Path, what: str, timeout_s: float) -> None:
-    try:
-        code = process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        stop_group(process)
-        raise RehearsalFailed(f"{what}: still running after {timeout_s:.0f} s; see {log}")
-    if code != 0:
-        raise RehearsalFailed(f"{what}: snakemake exited {code}; the end of {log}:\n"
-                              + log.read_text()[-3000:])
-
-
-def ledger_keys(*outputs: Path) -> set[str]:
-    """The cache keys of every request the runs' ledgers record, asked or answered from the
-    cache: the distinct requests of the runs (a trial asked again as another sample is another
-    request, though its body is the same)."""
-    keys: set[str] = set()
-    for folder in outputs:
-        for path in sorted((folder / "results" / "ledger").glob("*.jsonl")):
-            keys |= {json.loads(line)["key"] for line in path.read_text().splitlines() if line}
-    return keys
-
-
-def answer_counts(server: RehearsalServer, *outputs: Path) -> dict[str, Any]:
-    """Answers the server served against the distinct requests of the runs' ledgers: 1.000
-    when no request was paid for twice."""
-    stats = server.stats_dict()
-    requests = len(ledger_keys(*outputs))
-    return {"answers": stats["answers"], "distinct_requests": requests,
-            "distinct_bodies": stats["distinct_requests"],
-            "answers_per_request": round(stats["answers"] / requests, 3) if requests else None}
-
-
-def tables_of(outputs: Path) -> dict[str, Path]:
-    """Every csv table of a run's figures and results, by its path in the run."""
-    found = {}
-    for folder in ("figures", "results"):
-        for path in sorted((outputs / folder).rglob("*.csv")):
-            name = path.relative_to(outputs).as_posix()
-            if not name.startswith(SKIPPED):
-                found[name] = path
-    return found
-
-
-def differing_tables(first: Path, second: Path) -> list[str]:
-    """Tables one run has and the other lacks, or whose bytes differ."""
-    a, b = tables_of(first), tables_of(second)
-    problems = [f"{name}: only in {first}" for name in sorted(set(a) - set(b))]
-    problems += [f"{name}: only in {second}" for name in sorted(set(b) - set(a))]
-    problems += [f"{name}: differs" for name in sorted(set(a) & set(b))
-                 if not filecmp.cmp(a[name], b[name], shallow=False)]
-    return problems
+PROFILES = ("cluster-generic", "slurm")
+__all__ = ["answer_counts", "differing_tables", "ledger_keys", "tables_of", "rehearse_cluster",
+           "cache_locations", "fresh_database", "main"]
 
 
 def one_run(configfiles: list[Path], base: Path, cache: str, *, cores: int, data_mirror: str,
@@ -148,12 +53,13 @@ def one_run(configfiles: list[Path], base: Path, cache: str, *, cores: int, data
     """One run on a fresh server: its wall time, sizes and the server's answer counts."""
     name = "hosts" if hosts else "one-machine"
     workdir, store, spool = base / name, base / f"{name}-store", base / f"{name}-spool"
-    with _server() as server:
-        command = _command(configfiles, workdir, server, cores, data_mirror, hosts, targets)
-        env = _env(cache, spool if hosts else None, store if hosts else None)
+    with fresh_server() as server:
+        command = run_command(configfiles, workdir, server, cores, data_mirror,
+                              PROFILE if hosts else None, targets)
+        env = run_env(cache, spool if hosts else None, store if hosts else None)
         log = workdir / "snakemake.log"
         started = time.monotonic()
-        _finish(_start(command, env, log), log, name, timeout_s)
+        finish(start(command, env, log), log, name, timeout_s)
         wall_s = time.monotonic() - started
         outputs = store if hosts else workdir
         answers = answer_counts(server, outputs)
@@ -169,17 +75,18 @@ def killed_and_concurrent(configfiles: list[Path], base: Path, cache: str, *, co
                           data_mirror: str, kill_after_answers: int,
                           timeout_s: float, targets: tuple[str, ...] = ()) -> dict[str, Any]:
     """Two hosts runs on one cache at once, the first killed mid-run and started again."""
-    with _server() as server:
+    with fresh_server() as server:
         runs = {}
         for name in ("first", "second"):
             workdir = base / f"together-{name}"
-            env = _env(cache, base / f"together-{name}-spool", base / f"together-{name}-store")
-            runs[name] = (_command(configfiles, workdir, server, cores, data_mirror, True,
-                                   targets), env,
+            env = run_env(cache, base / f"together-{name}-spool",
+                          base / f"together-{name}-store")
+            runs[name] = (run_command(configfiles, workdir, server, cores, data_mirror, PROFILE,
+                                      targets), env,
                           workdir / "snakemake.log")
         started = time.monotonic()
-        first = _start(*runs["first"])
-        second = _start(*runs["second"])
+        first = start(*runs["first"])
+        second = start(*runs["second"])
         deadline = started + timeout_s
         while server.stats_dict()["answers"] < kill_after_answers:
             if first.poll() is not None or time.monotonic() > deadline:
@@ -198,9 +105,9 @@ def killed_and_concurrent(configfiles: list[Path], base: Path, cache: str, *, co
         command, env, log = runs["first"]
         subprocess.run([*command, "--unlock"], env=env, cwd=REPO, check=True, timeout=600,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        again = _start(*runs["first"])
-        _finish(second, runs["second"][2], "the second run", timeout_s)
-        _finish(again, runs["first"][2], "the first run, started again", timeout_s)
+        again = start(*runs["first"])
+        finish(second, runs["second"][2], "the second run", timeout_s)
+        finish(again, runs["first"][2], "the first run, started again", timeout_s)
         wall_s = time.monotonic() - started
         answers = answer_counts(server, base / "together-first-store",
                                 base / "together-second-store")
@@ -280,6 +187,18 @@ def render(report: dict[str, Any]) -> str:
              "| --- | ---: | ---: | ---: | ---: |"]
     lines += [f"| {r['run']} | {r['wall_s']:.0f} | {r['answers']} | {r['distinct_requests']} "
               f"| {r['answers_per_request']:.3f} |" for r in report["runs"]]
+    for run in report["runs"]:
+        if "killed_after_answers" in run:
+            lines += ["", f"{run['run']}: the head killed (SIGKILL) after "
+                      f"{run['killed_after_answers']} answers with {run['orphaned_jobs']} "
+                      f"sbatch jobs in the queue, started again once they had left it "
+                      f"({run['orphaned_jobs_waited_s']:.0f} s later)."]
+        if "cost_report_calls" in run:
+            lines += ["", f"{run['run']}: the cost report bills {run['cost_report_calls']} "
+                      f"calls ({run['cost_report_distinct']} distinct requests)"
+                      + (f"; the PostgreSQL ledger table holds {run['database_attempts']} "
+                         "paid attempts" if "database_attempts" in run else "")
+                      + f"; the server answered {run['answers']}."]
     lines += ["", "All hold." if not report.get("problems") else "What does not hold:"]
     lines += [f"- {p}" for p in report.get("problems", [])]
     return "\n".join(lines) + "\n"
@@ -310,11 +229,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="outputs to make (default: the whole run); the size checks are "
                              "then skipped")
     parser.add_argument("--timeout-s", type=float, default=3600)
+    parser.add_argument("--profile", choices=PROFILES, default="cluster-generic",
+                        help="cluster-generic (several hosts on this machine, the checks above) "
+                             "or slurm (profiles/slurm on the Slurm that sinfo reaches, "
+                             "rubriclab.rehearsal.slurm; default targets: "
+                             + " ".join(DEFAULT_TARGETS) + ")")
+    parser.add_argument("--stall-s", type=float, default=120,
+                        help="slurm: stop a head that logs nothing for this long while none of "
+                             "its jobs is in the queue")
     args = parser.parse_args(argv)
     if not args.data_mirror:
         parser.error("the rehearsal runs offline: give --data-mirror or RUBRICLAB_DATA_MIRROR")
     base = args.workdir.resolve()
     cache_for = cache_locations(args.cache, base)
+    if args.profile == "slurm":
+        return _main_slurm(args, base, cache_for)
     try:
         rehearse_cluster([p.resolve() for p in args.configfile], base, cache_for,
                          cores=args.cores, data_mirror=str(Path(args.data_mirror).resolve()),
@@ -324,6 +253,32 @@ def main(argv: list[str] | None = None) -> int:
                          targets=tuple(args.target))
     except RehearsalFailed as exc:
         print(f"cluster rehearsal failed: {exc}", file=sys.stderr)
+        return 1
+    print((base / "cluster_report.md").read_text())
+    return 0
+
+
+def _main_slurm(args: argparse.Namespace, base: Path, cache_for: Any) -> int:
+    if cache_for("kind") != "PostgreSQL":
+        print("cluster rehearsal failed: --profile slurm needs a PostgreSQL cache (--cache "
+              "postgresql://...), which every sbatch job reaches", file=sys.stderr)
+        return 1
+    report: dict[str, Any] = {}
+    try:
+        report = rehearse_slurm([p.resolve() for p in args.configfile], base, cache_for,
+                                cores=args.cores,
+                                data_mirror=str(Path(args.data_mirror).resolve()),
+                                targets=tuple(args.target) or DEFAULT_TARGETS,
+                                timeout_s=args.timeout_s, stall_s=args.stall_s,
+                                kill_after_answers=args.kill_after_answers)
+    except RehearsalFailed as exc:
+        report["problems"] = [str(exc)]
+    _write(base, report)
+    if report.get("runs"):
+        (base / "cluster_report.md").write_text(render(report))
+    if report["problems"]:
+        print("cluster rehearsal failed:\n  " + "\n  ".join(report["problems"]),
+              file=sys.stderr)
         return 1
     print((base / "cluster_report.md").read_text())
     return 0
