@@ -7,7 +7,8 @@ def judge_group(wildcards):
     """`judge`, the group of the small judge jobs (carry_fig2_judge, verify_judge_labels,
     verify_reply_rubric: none needs another, so each is a component of its own), where the
     profile's group-components of them fit cluster.max_runtime_min one after another; else no
-    group. Read when the DAG is built: the profile's group settings arrive after the Snakefile."""
+    group. Read when the DAG is built: the profile's group settings arrive after the Snakefile.
+    """
     return group_within(
         "judge",
         model_resources(JUDGE, "judge")["runtime"],
