@@ -196,7 +196,7 @@ $(STAMP): pyproject.toml
 		$(VENV)/bin/python -m pip wheel --no-deps --no-cache-dir -w $(WHEELHOUSE) \
 			llama-cpp-python==$(LLAMA_CPP_VERSION); \
 	fi
-	$(VENV)/bin/python -m pip install --quiet --find-links $(WHEELHOUSE) -e '.[local,test,cluster]'
+	$(VENV)/bin/python -m pip install --quiet --find-links $(WHEELHOUSE) -e '.[pipeline,local,test,cluster]'
 	touch $(STAMP)
 
 # Outputs only (named runs' folders included): the model-call cache (.cache/) is kept, so

@@ -18,29 +18,38 @@ methods on your own tables.
                                     key taken, the batch API reached (exit 1 if any refused)
     rubriclab attribute VERDICTS LABELS      Shapley credit, blame and unique catches per check
     rubriclab gate REVISION VERDICTS LABELS  each gate's decision on a proposed revision
+    rubriclab compare RUN_A RUN_B [-o F]     two runs' outputs and verdicts side by side
     rubriclab correct JUDGED LABELED         the judge's pass rate corrected for its errors
                                     (docs/api.md, docs/tutorial.md)
+
+attribute, gate and correct need only the light install (`pip install rubriclab`); cache, plan
+and preflight need the pipeline extra (`pip install 'rubriclab[pipeline]'`, which `make
+install` installs).
 """
 
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rubriclab import __version__
-from rubriclab.llm.providers import provider_for
-from rubriclab.llm.storage import AnswerCache, open_cache
-from rubriclab.llm.settings import LLMConfig
 
+# The model layer, Snakemake and their dependencies are imported inside the commands that use
+# them: `rubriclab correct` (and --help) loads none of them, and runs without the pipeline extra.
 if TYPE_CHECKING:
     from rubriclab.llm.cache import SQLiteCache
     from rubriclab.llm.cache_pg import PostgresCache
+    from rubriclab.llm.settings import LLMConfig
+    from rubriclab.llm.storage import AnswerCache
+
+PIPELINE_INSTALL = "pip install 'rubriclab[pipeline]'"
 
 
 def _config(args: argparse.Namespace) -> LLMConfig:
+    from rubriclab.llm.settings import LLMConfig
+
     return LLMConfig.from_dict({}, cache_dir=args.cache_dir)
 
 
@@ -48,6 +57,8 @@ def _cache(args: argparse.Namespace) -> SQLiteCache | PostgresCache:
     """The cache (a SQLite file, or a PostgreSQL database where --cache-dir or RUBRICLAB_CACHE
     is a postgresql:// URL), opened for writing by `import` and read-only by `stats` and
     `export` (which so never create a cache, nor write to a read-only one)."""
+    from rubriclab.llm.storage import open_cache
+
     return open_cache(_config(args), read_only=args.action != "import")
 
 
@@ -55,6 +66,7 @@ def _fingerprints(store: AnswerCache, config: LLMConfig, declared: list[str]) ->
     """Fingerprints for entries stored before fingerprints were recorded: those named on the
     command line, and those of fake and embedded models, which this machine can compute."""
     from rubriclab.llm.backends import Backends
+    from rubriclab.llm.providers import provider_for
 
     named = {}
     for item in declared:
@@ -113,18 +125,41 @@ def main(argv: list[str] | None = None) -> int:
     from rubriclab.methods import cli as methods_cli
 
     methods_cli.add_commands(commands)
+    compare = commands.add_parser("compare", help="two runs' outputs, numbers and verdicts, "
+                                  "side by side on one page, differences marked")
+    compare.add_argument("run_a", metavar="RUN_A", help="a run folder (runs/<name>/, or the "
+                         "working folder of a run), or a run's name")
+    compare.add_argument("run_b", metavar="RUN_B")
+    compare.add_argument("-o", "--output", type=Path, default=None,
+                         help="the page, .html or .md (default: markdown on stdout)")
     if not (sys.argv[1:] if argv is None else argv):
         parser.print_help(sys.stderr)
         return 2
     args = parser.parse_args(argv)
     if args.group in methods_cli.COMMANDS:
         return methods_cli.run(args)
-    if args.group == "plan":
-        from rubriclab.plan.report import write_plan
+    if args.group == "compare":
+        return _compare(args)
+    try:
+        if args.group == "plan":
+            from rubriclab.plan.report import write_plan
 
-        return plan.run(args, write_plan)
-    if args.group == "preflight":
-        return _preflight(args)
+            return plan.run(args, write_plan)
+        if args.group == "preflight":
+            return _preflight(args)
+        return _cache_command(args)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] == "rubriclab":
+            raise
+        # A package of the pipeline extra is missing (the light install has none of them).
+        print(f"rubriclab {args.group}: needs the pipeline extra ({exc.name} is not "
+              f"installed): {PIPELINE_INSTALL}", file=sys.stderr)
+        return 2
+
+
+def _cache_command(args: argparse.Namespace) -> int:
+    """`rubriclab cache export | import | keygen | stats`."""
+    import sqlite3
 
     if args.action == "keygen":
         from rubriclab.llm.signing import generate_key
@@ -203,6 +238,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    """`rubriclab compare RUN_A RUN_B` (rubriclab.replication.compare)."""
+    from rubriclab.replication.compare import write_comparison
+
+    try:
+        print(write_comparison(args.run_a, args.run_b, args.output))
+    except ValueError as exc:
+        print(f"rubriclab compare: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _preflight(args: argparse.Namespace) -> int:
     """`rubriclab preflight`: one line per remote model; 0 if none is refused, 1 if one is,
     2 for a config that cannot be read."""
@@ -210,6 +257,7 @@ def _preflight(args: argparse.Namespace) -> int:
 
     from rubriclab.validate import pipeline_config
     from rubriclab.llm.preflight import preflight
+    from rubriclab.llm.settings import LLMConfig
     from rubriclab.validate import configured_models, remote_models, run_horizon
 
     import yaml

@@ -7,8 +7,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 GENERIC_RESOURCE = ("resources", "checklists", "generic.yaml")
 OWN_ORIGIN = "own"
 
@@ -75,6 +73,8 @@ def load_checklist_file(path: str | Path, name: str | None = None) -> Checklist:
 
     Check ids are the names the figures and tables show. Errors name the file.
     """
+    import yaml  # here: the light install (no pyyaml) imports this module through gate
+
     path = Path(path)
     try:
         entry = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -91,6 +91,8 @@ def load_checklist_file(path: str | Path, name: str | None = None) -> Checklist:
 
 
 def _read_generic_yaml() -> dict[str, Any]:
+    import yaml
+
     path = resources.files("rubriclab")
     for part in GENERIC_RESOURCE:
         path = path / part

@@ -13,8 +13,6 @@ from importlib.resources import files
 from pathlib import Path
 from urllib.parse import parse_qs
 
-import yaml
-
 KNOWN_FINGERPRINT = "known-v2"
 JUDGE, WRITER, REVISER = "known-judge", "known-writer", "known-reviser"
 AGENT = "known-agent"  # verify's (rubriclab.verify.known_world)
@@ -292,6 +290,8 @@ class KnownWorld:
 
 def _generic_meanings() -> dict[str, dict[str, Meaning]]:
     """carry's generic checklists (resources/checklists/generic.yaml) by text."""
+    import yaml  # here: the light install (no pyyaml) imports this module through verify
+
     raw = yaml.safe_load((files("rubriclab") / "resources" / "checklists" / "generic.yaml")
                          .read_text(encoding="utf-8"))
     meanings = {}

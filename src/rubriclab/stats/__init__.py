@@ -9,15 +9,21 @@
   docs/statistics.md).
 """
 
-from rubriclab.stats.bootstrap import (
-    BOOTSTRAP_COLUMNS,
-    difference,
-    paired_bootstrap,
-    percentile_interval,
-    percentile_rows,
-    replicate_values,
-    resample_indices,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+# Loaded on first use (PEP 562): importing one module of the package (rubriclab.stats.intervals,
+# say) loads that module, not bootstrap and pandas with it.
+if TYPE_CHECKING:
+    from rubriclab.stats.bootstrap import (
+        BOOTSTRAP_COLUMNS,
+        difference,
+        paired_bootstrap,
+        percentile_interval,
+        percentile_rows,
+        replicate_values,
+        resample_indices,
+    )
 
 __all__ = [
     "BOOTSTRAP_COLUMNS",
@@ -28,3 +34,9 @@ __all__ = [
     "replicate_values",
     "resample_indices",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(import_module(f"{__name__}.bootstrap"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
