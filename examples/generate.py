@@ -7,7 +7,7 @@ worked_example/  verify's worked example: the judge passes 300 of 400 replies; o
                  labelled at random, it passes 37 of the 38 human passes and 4 of the 12 fails
 tutorial/        docs/tutorial.md: a travel desk's four-check reply checklist on 20 labelled
                  calibration replies, a proposed revision, and 160 judged replies of which 40
-                 were labelled at random
+                 were labelled at random (also as one file, one_file.csv, in 1 / 0)
 The output of every file is fixed (no clock, a seeded generator), and tests/methods checks
 that the files in the repository are what this script writes.
 """
@@ -91,8 +91,9 @@ def tutorial() -> dict[str, pd.DataFrame]:
     judge = np.array([True] * 27 + [False] * 1 + [True] * 3 + [False] * 9)[order]
     return {"tutorial/verdicts.csv": verdicts, "tutorial/labels.csv": labels,
             "tutorial/revision.csv": revision, "tutorial/proposed.csv": proposed,
-            "tutorial/judged.csv": _judged(rng, ids, labelled, judge, 116),
-            "tutorial/labeled.csv": _labeled(ids, labelled, human)}
+            "tutorial/judged.csv": (judged := _judged(rng, ids, labelled, judge, 116)),
+            "tutorial/labeled.csv": (labeled := _labeled(ids, labelled, human)),
+            "tutorial/one_file.csv": _one_file(judged, labeled)}
 
 
 def _judged(rng, ids, labelled, judge, passes) -> pd.DataFrame:
@@ -108,6 +109,15 @@ def _labeled(ids, labelled, human) -> pd.DataFrame:
     frame = pd.DataFrame({"item_id": [ids[i] for i in labelled],
                           "human": np.where(human, "pass", "fail")})
     return frame.sort_values("item_id").reset_index(drop=True)
+
+
+def _one_file(judged, labeled) -> pd.DataFrame:
+    """judged.csv and labeled.csv as one file, as truescore takes them: 1 / 0 verdicts, the
+    person's 1 / 0 filled for the labelled items only."""
+    frame = judged.merge(labeled, on="item_id", how="left")
+    words = {"pass": "1", "fail": "0"}
+    return pd.DataFrame({"item_id": frame["item_id"], "verdict": frame["verdict"].map(words),
+                         "human": frame["human"].map(words).fillna("")})
 
 
 def tables() -> dict[str, pd.DataFrame]:

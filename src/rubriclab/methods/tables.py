@@ -6,9 +6,13 @@ rubriclab.data.hub). Every value is checked where it is read: a table that lacks
 holds a value a column cannot take, raises `InputError`, which names the table, the column and
 the first offending row (the command line exits with status 2 and prints it).
 
-Verdicts are "pass" or "fail" ("yes" and "no" are read as pass and fail, case and surrounding
-spaces ignored, and so are the booleans of a parquet or JSON file); labels are "correct" or
-"flawed". Ids are read as text, so "007" stays "007".
+A verdict is read from any of the pairs researchers write: pass / fail, 1 / 0 (ints, floats 1.0
+and 0.0, or that text), true / false (booleans or text) and yes / no, case and surrounding
+spaces ignored; parquet's categorical and boolean columns and JSON's booleans read the same. A
+label is "correct" or "flawed", or one of those pairs with pass meaning correct. An error
+shows a value as the file holds it ('maybe', 2, 0.5). Ids are read as text, so "007" stays
+"007". `one_file` splits the one-file form of `correct` (every item's verdict and, for the
+labelled ones, a person's) into the two tables `correct` takes.
 """
 
 from __future__ import annotations
@@ -17,9 +21,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-PASS_WORDS = {"pass": True, "yes": True, "fail": False, "no": False}
+PASS_WORDS = {"pass": True, "yes": True, "true": True, "1": True, "1.0": True,
+              "fail": False, "no": False, "false": False, "0": False, "0.0": False}
+PASS_TEXT = "pass or fail, 1 or 0, true or false, yes or no"
 LABEL_WORDS = {"correct": False, "flawed": True}  # value: is the item flawed
 HUB_PREFIX = "hf:"
 CSV_SUFFIXES = (".csv",)
@@ -44,9 +51,12 @@ class Source:
 
     name: str
     header_lines: int = 0  # a CSV's header: data row r (1-based) is line r + 1
+    positions: tuple[int, ...] | None = None  # a subset of the rows: their places in the file
 
     def row(self, position: int) -> str:
         """The 1-based data row at `position` (0-based), with its file line for a CSV."""
+        if self.positions is not None:
+            position = self.positions[position]
         number = position + 1
         return f"row {number} (line {number + self.header_lines})" if self.header_lines \
             else f"row {number}"
@@ -84,7 +94,10 @@ def read_table(source: str | Path, *, name: str | None = None) -> pd.DataFrame:
                                           ".csv, .parquet or .jsonl file")
     except InputError:
         raise
-    except (ValueError, OSError, ImportError) as exc:  # a malformed file: say which
+    except ImportError as exc:  # pandas reads parquet with pyarrow: not in the light install
+        raise InputError(label, None, f"cannot read {path}: reading parquet needs pyarrow: "
+                                      "pip install 'rubriclab[parquet]'") from exc
+    except (ValueError, OSError) as exc:  # a malformed file: say which
         raise InputError(label, None, f"cannot read {path}: {exc}") from exc
     _remember(frame, Source(label))
     return frame
@@ -150,24 +163,24 @@ def ids(frame: pd.DataFrame, column: str, source: Source) -> pd.Series:
 
 def verdicts(frame: pd.DataFrame, column: str, source: Source) -> pd.Series:
     """The column as booleans, True for pass."""
-    return _mapped(frame, column, source, PASS_WORDS, "pass or fail (or yes / no)")
+    return _mapped(frame, column, source, PASS_WORDS, PASS_TEXT)
 
 
 def flawed_labels(frame: pd.DataFrame, column: str, source: Source) -> pd.Series:
-    """The column as booleans, True for flawed."""
-    return _mapped(frame, column, source, LABEL_WORDS, "correct or flawed")
+    """The column as booleans, True for flawed (pass, 1, true, yes read as correct)."""
+    words = {**LABEL_WORDS, **{word: not passed for word, passed in PASS_WORDS.items()}}
+    return _mapped(frame, column, source, words, f"correct or flawed (or {PASS_TEXT})")
 
 
 def human_verdicts(frame: pd.DataFrame, column: str, source: Source) -> pd.Series:
-    """A person's verdict, True for pass: pass / fail, yes / no, or correct / flawed."""
+    """A person's verdict, True for pass: any verdict pair, or correct / flawed."""
     words = {**PASS_WORDS, **{word: not flawed for word, flawed in LABEL_WORDS.items()}}
-    return _mapped(frame, column, source, words, "pass or fail (or correct / flawed)")
+    return _mapped(frame, column, source, words, f"{PASS_TEXT} (or correct / flawed)")
 
 
 def binary(frame: pd.DataFrame, column: str, source: Source) -> pd.Series:
-    """A 0/1 column (pass / fail and yes / no read as 1 / 0) as integers."""
-    words = {"1": True, "0": False, **PASS_WORDS}
-    return _mapped(frame, column, source, words, "0 or 1 (or pass / fail)").astype(int)
+    """A 0/1 column (any verdict pair read as 1 / 0) as integers."""
+    return _mapped(frame, column, source, PASS_WORDS, f"0 or 1 ({PASS_TEXT})").astype(int)
 
 
 def one_of(frame: pd.DataFrame, column: str, source: Source, allowed: Sequence[str]) -> pd.Series:
@@ -186,28 +199,87 @@ def unique_rows(keys: pd.DataFrame, source: Source, column: str, what: str) -> N
                                               f"one row per {what}")
 
 
+def one_file(frame: pd.DataFrame, label_column: str = "human", *, table: str = "judged"
+             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The one-file form of `correct` as its two tables (judged, labeled).
+
+    `frame` has ``item_id``, ``verdict`` (the judge's, on every item) and `label_column` (a
+    person's verdict, filled for the labelled items only; empty, null or absent elsewhere),
+    as truescore takes them. Every row-level check is made here, so that errors name the
+    file's own rows: an id missing or repeated, a verdict or label that is not one, a label on
+    an item without a verdict. The labeled table has the person's verdict as ``human``.
+    """
+    source = require_columns(frame, ["item_id", "verdict"], table)
+    if label_column not in frame.columns:
+        raise InputError(source.name, label_column, "missing: one file holds the people's "
+                                                    "verdicts in it (name another with "
+                                                    "--label-column), or give the labels as a "
+                                                    "second file")
+    item_ids = ids(frame, "item_id", source)
+    unique_rows(pd.DataFrame({"item_id": item_ids}), source, "item_id", "item")
+    labelled = ~frame[label_column].map(_blank).to_numpy(dtype=bool)
+    no_verdict = frame["verdict"].map(_blank).to_numpy(dtype=bool)
+    both = labelled & no_verdict
+    if both.any():
+        position = int(both.nonzero()[0][0])
+        raise InputError(source.name, "verdict",
+                         f"{source.row(position)}: item {item_ids.iloc[position]!r} has a "
+                         f"{label_column} label but no verdict: every item needs the judge's "
+                         "verdict")
+    passed = verdicts(frame, "verdict", source)
+    if not labelled.any():
+        raise InputError(source.name, label_column, "no row has a label: fill it for the "
+                                                    "labelled items (empty elsewhere)")
+    rows = tuple(int(p) for p in labelled.nonzero()[0])
+    human = human_verdicts(frame.loc[labelled], label_column,
+                           Source(source.name, source.header_lines, rows))
+    judged = pd.DataFrame({"item_id": item_ids,
+                           "verdict": passed.map({True: "pass", False: "fail"})})
+    labeled = pd.DataFrame({"item_id": item_ids[labelled].to_numpy(),
+                            "human": human.map({True: "pass", False: "fail"}).to_numpy()})
+    _remember(judged, source)
+    # only errors without a row reach the labeled table (both classes needed)
+    _remember(labeled, Source(f"{source.name} (its {label_column} column)"))
+    return judged, labeled
+
+
 def _mapped(frame: pd.DataFrame, column: str, source: Source, words: dict, expected: str
             ) -> pd.Series:
     def read(value):
-        if isinstance(value, bool) or (hasattr(value, "dtype") and value.dtype == bool):
-            key = ("pass" if value else "fail") if "pass" in words else None
-            return words.get(key, _BAD) if key else _BAD
         if _missing(value):
             return _BAD
+        if isinstance(value, (bool, np.bool_)):
+            return words.get("true" if value else "false", _BAD)
+        if isinstance(value, (int, np.integer, float, np.floating)):
+            number = float(value)
+            return words.get(str(int(number)), _BAD) if number in (0.0, 1.0) else _BAD
         return words.get(str(value).strip().lower(), _BAD)
 
-    values = frame[column].map(read)
+    # object first: a categorical or nullable column would map into its own dtype
+    values = frame[column].astype(object).map(read)
     bad = values.map(lambda v: v is _BAD).to_numpy()
     if bad.any():
         position = int(bad.nonzero()[0][0])
-        value = frame[column].iloc[position]
-        shown = "empty" if _missing(value) or str(value).strip() == "" else repr(value)
-        raise InputError(source.name, column, f"{source.row(position)} is {shown}; expected "
-                                              f"{expected}")
-    return values
+        value = frame[column].astype(object).iloc[position]
+        raise InputError(source.name, column, f"{source.row(position)} is {shown(value)}; "
+                                              f"expected {expected}")
+    return values if values.map(lambda v: isinstance(v, str)).any() else values.astype(bool)
+
+
+def shown(value) -> str:
+    """A value as its file holds it: 'text' quoted, 2 and 0.5 and True bare, 'empty'."""
+    if _missing(value) or (isinstance(value, str) and not value.strip()):
+        return "empty"
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 _BAD = object()
+
+
+def _blank(value) -> bool:
+    return _missing(value) or (isinstance(value, str) and not value.strip())
 
 
 def _missing(value) -> bool:
