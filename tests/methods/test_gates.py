@@ -136,3 +136,48 @@ def test_unknown_gate_is_refused():
     t = tutorial_tables()
     with pytest.raises(ValueError, match="unknown gate"):
         gate(t["revision"], t["verdicts"], t["labels"], proposed=t["proposed"], gates=["Q"])
+
+
+def test_tolerance_zero_is_todays_gate_exactly():
+    t = tutorial_tables()
+    args = (t["revision"], t["verdicts"], t["labels"])
+    today = gate(*args, proposed=t["proposed"], gates=["none", "R", "P", "S", "S+P"])
+    zero = gate(*args, proposed=t["proposed"], gates=["none", "R", "P", "S", "S+P"],
+                tolerance=0)
+    pd.testing.assert_frame_equal(today.decisions, zero.decisions)
+    pd.testing.assert_frame_equal(today.rubrics, zero.rubrics)
+
+
+def test_a_tolerance_accepts_a_small_loss_and_still_refuses_a_larger_one():
+    t = tutorial_tables()
+    tolerant = gate(t["revision"], t["verdicts"], t["labels"], proposed=t["proposed"],
+                    gates=["S", "S+P"], tolerance=0.1)
+    # step 3 deletes a check holding 1 unique catch of 10 flawed replies (10%): refused at 0,
+    # accepted at a tolerance of 10%; step 5 adds a check with blame 2 of 10 correct replies
+    # (20%): still refused
+    assert decided(tolerant)["S"] == [True, True, True, True, False]
+    reasons = tolerant.decisions.set_index(["gate", "step"])["reason"]
+    assert reasons[("S", 3)] == ("delete of no_invented_policy: 1 unique catch(es), 10% of 10 "
+                                 "flawed items, tolerance 10%")
+    assert reasons[("S", 5)].startswith("add: false-fail blame 2.000, 20% of 10 correct")
+    # S+P: P still freezes the label-derived check whatever the tolerance
+    assert decided(tolerant)["S+P"] == [True, True, False, True, False]
+    assert tolerant.rubrics.set_index("gate")["checks"]["S"] == "confirms_new_date, states_fee*"
+    wider = gate(t["revision"], t["verdicts"], t["labels"], proposed=t["proposed"],
+                 gates=["S"], tolerance=0.2)
+    assert decided(wider)["S"] == [True] * 5
+
+
+def test_a_tolerance_outside_zero_to_one_is_refused_and_the_command_takes_it(tmp_path, capsys):
+    t = tutorial_tables()
+    for bad in (-0.1, 1, 2):
+        with pytest.raises(ValueError, match="tolerance must be a share"):
+            gate(t["revision"], t["verdicts"], t["labels"], proposed=t["proposed"],
+                 tolerance=bad)
+    files = [str(TUTORIAL / f"{n}.csv") for n in ("revision", "verdicts", "labels")]
+    code = main(["gate", *files, "--proposed", str(TUTORIAL / "proposed.csv"), "--gate", "S",
+                 "--tolerance", "0.1"])
+    assert code == 0 and "10% of 10 flawed items, tolerance 10%" in capsys.readouterr().out
+    code = main(["gate", *files, "--proposed", str(TUTORIAL / "proposed.csv"),
+                 "--tolerance", "1.5"])
+    assert code == 2 and "tolerance must be a share" in capsys.readouterr().err

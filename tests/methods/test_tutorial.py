@@ -41,7 +41,7 @@ def commands() -> list[tuple[str, str]]:
 
 def test_the_page_has_the_commands_the_tutorial_promises():
     names = [shlex.split(command)[1] for command, _ in commands()]
-    assert {"attribute", "gate", "correct"} <= set(names)
+    assert {"attribute", "gate", "correct", "labels-needed", "agreement"} <= set(names)
     assert len(names) >= 5
 
 

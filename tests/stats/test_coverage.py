@@ -40,7 +40,7 @@ from rubriclab.stats.coverage import (
 )
 from rubriclab.stats.coverage_report import decisions, held
 from rubriclab.stats.intervals import RATE_METHODS, binomial_interval
-from rubriclab.stats.prevalence import METHODS
+from rubriclab.stats.coverage import VERIFY_METHODS
 from rubriclab.verify.calibration import DEFAULT_METHOD
 
 # The papers' sizes: the post's 50 labelled of 400 judged replies (a subset), with its judge
@@ -139,15 +139,16 @@ def test_summarise_counts_missing_intervals_as_misses():
 
 
 def test_a_tiny_study_has_a_row_for_every_method_and_cell():
-    grid = VerifyGrid(p=(0.5,), tpr=(0.9,), tnr=(0.8,), m=(20, 200), n=(100,))
+    grid = VerifyGrid(p=(0.5,), tpr=(0.9,), tnr=(0.8,), m=(20, 200), n=(100,),
+                      extra=((40, 160, "subset"),))
     size = StudySize(verify_replicates=30, verify_boot=50, transfer_replicates=20,
                      transfer_boot=50, carry_replicates=20, carry_boot=50, verify_grid=grid)
     table = run_study(size, seed=1)
     verify = table[table.family == "verify"]
     # (m=200, n=100, subset) is not a cell: the slice would exceed the judged set
     assert sorted(set(verify["size"])) == ["m=20 n=100 independent", "m=20 n=100 subset",
-                                           "m=200 n=100 independent"]
-    assert len(verify) == 3 * len(METHODS)
+                                           "m=200 n=100 independent", "m=40 n=160 subset"]
+    assert len(verify) == 4 * len(VERIFY_METHODS)
     transfer = table[table.family == "transfer"]
     assert len(transfer) == len(TRANSFER_SIZES) * (len(TRANSFER_WORLDS)
                                                    + len(DIFFERENCE_WORLDS) + 2)

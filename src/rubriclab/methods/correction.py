@@ -3,7 +3,7 @@
 A thin layer over verify's calibration code (rubriclab.verify.calibration, which computes the
 estimates with rubriclab.stats.prevalence): it counts the judge's passes and its agreement
 with people from two tables and returns the corrected rate, with the interval the coverage
-study recommends (Lang-Reiczigel, docs/statistics.md) and the flags that say when not to
+study chose for it (`CORRECT_METHOD`, docs/statistics.md) and the flags that say when not to
 trust it, and the prediction-powered estimate beside it.
 """
 
@@ -17,9 +17,13 @@ from rubriclab.methods import tables
 from rubriclab.methods.formatting import interval_text, level_text, percent, pipe_table
 from rubriclab.methods.tables import InputError
 from rubriclab.verify.calibration import (
-    COVERAGE_CHECK_REPLICATES, DEFAULT_METHOD, INTERVAL_METHODS, Confusion, CorrectedRate,
+    COVERAGE_CHECK_REPLICATES, INTERVAL_METHODS, Confusion, CorrectedRate,
     PPIRate, corrected_pass_rate, ppi_pass_rate,
 )
+
+# The narrowest interval that covered at least 95% in every cell of every size of the coverage
+# study (rubriclab.stats.coverage_report.decisions, "correct_default"; docs/statistics.md).
+CORRECT_METHOD = "exact"
 
 ESTIMATE_COLUMNS = ["estimate", "count", "n", "value", "low", "high"]
 DESIGNS = {"subset": "the labeled items are among the judged ones",
@@ -64,8 +68,9 @@ class CorrectionResult:
                                        f"{level_text(rg.level)} interval"], rows), "", *notes])
 
 
-def correct(judged: pd.DataFrame, labeled: pd.DataFrame, *, level: float = 0.95,
-            method: str = DEFAULT_METHOD, check_replicates: int = COVERAGE_CHECK_REPLICATES,
+def correct(judged: pd.DataFrame, labeled: pd.DataFrame | None = None, *,
+            label_column: str = "human", level: float = 0.95,
+            method: str = CORRECT_METHOD, check_replicates: int = COVERAGE_CHECK_REPLICATES,
             n_boot: int = 10_000, seed: int = 0, power_tuned: bool = False,
             ) -> CorrectionResult:
     """The judge's pass rate corrected for its errors, from its verdicts and a labeled sample.
@@ -83,8 +88,13 @@ def correct(judged: pd.DataFrame, labeled: pd.DataFrame, *, level: float = 0.95,
     level, method (one of verify.calibration.INTERVAL_METHODS), n_boot and seed (bootstrap
     methods only), check_replicates (the coverage check at these sizes; 0 skips it) and
     power_tuned (PPI++) are passed on to rubriclab.verify.calibration.
+    One file instead of two: with `labeled` None, `judged` holds every item's ``verdict`` and,
+    for the labelled items only, a person's verdict in `label_column` (empty elsewhere), as
+    truescore takes them (tables.one_file).
     Raises `InputError` naming the column at fault.
     """
+    if labeled is None:
+        judged, labeled = tables.one_file(judged, label_column)
     judged_source = tables.require_columns(judged, ["item_id", "verdict"], "judged")
     judged_ids = tables.ids(judged, "item_id", judged_source)
     judged_pass = tables.verdicts(judged, "verdict", judged_source)
@@ -134,7 +144,7 @@ def correct(judged: pd.DataFrame, labeled: pd.DataFrame, *, level: float = 0.95,
 
 
 def correct_counts(k_judged_pass: int, n_judged: int, confusion: Confusion, *,
-                   labelled_in_judged: bool, level: float = 0.95, method: str = DEFAULT_METHOD,
+                   labelled_in_judged: bool, level: float = 0.95, method: str = CORRECT_METHOD,
                    check_replicates: int = COVERAGE_CHECK_REPLICATES, n_boot: int = 10_000,
                    seed: int = 0, power_tuned: bool = False) -> CorrectionResult:
     """`correct` from counts: the judge passed k of n judged items; `confusion` cross-tables

@@ -4,6 +4,14 @@ A thin layer over carry's gates (rubriclab.carry.gates; the rules are described 
 reads the rubric and its revision from one table, the judge's calibration verdicts on the
 current and the proposed texts from another, and returns every gate's decisions with their
 reasons and the rubric each gate leaves.
+
+Gate S's tolerance. carry's Gate S refuses a deletion that loses any unique catch and an edit
+or add whose text carries any false-fail blame: on a large calibration set nearly every change
+loses or adds something, and every change is refused. `tolerance` t (a share, default 0) lets
+S accept a deletion whose unique catches are at most t times the flawed calibration items, and
+an edit or add whose blame is at most t times the correct ones. At t = 0 the gates are carry's
+own, unchanged; above 0, S and S+P decide with `tolerant_shapley_rule` (P, R and none do not
+read the tolerance).
 """
 
 from __future__ import annotations
@@ -14,9 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rubriclab.carry.gates import GATES, GateEvidence, get_gate
+from rubriclab.carry.attribution import shapley_attribution
+from rubriclab.carry.gates import (
+    GATES, GateEvidence, GateState, SequentialGate, get_gate, provenance_rule,
+)
 from rubriclab.carry.revision import (
-    Add, Delete, Edit, Keep, NoChecksLeft, Operation, Revision, Rubric, RubricCheck,
+    Add, Decision, Delete, Edit, Keep, NoChecksLeft, Operation, Revision, Rubric, RubricCheck,
     apply_revision,
 )
 from rubriclab.methods import tables
@@ -58,7 +69,7 @@ class GateResult:
 
 def gate(revision: pd.DataFrame, verdicts: pd.DataFrame, labels: pd.DataFrame, *,
          proposed: pd.DataFrame | None = None,
-         gates: Sequence[str] = DEFAULT_GATES) -> GateResult:
+         gates: Sequence[str] = DEFAULT_GATES, tolerance: float = 0.0) -> GateResult:
     """Every gate's decision on every change of a proposed revision.
 
     revision: one row per step, in the proposer's order: ``check_id``, ``origin``, ``action``
@@ -76,18 +87,23 @@ def gate(revision: pd.DataFrame, verdicts: pd.DataFrame, labels: pd.DataFrame, *
         the current texts' only, and neither needs a ``version`` column.
     labels: ``item_id``, ``label`` (correct or flawed) of every calibration item.
     gates: names among rubriclab.carry.gates.GATES (none, R, P, S, S+P).
+    tolerance: Gate S's (and S+P's) tolerance, a share in [0, 1): the unique catches a deletion
+        may lose, as a share of the flawed calibration items, and the false-fail blame an edit
+        or add may carry, as a share of the correct ones. 0 (the default) is carry's rule.
 
     Raises `InputError` naming the column at fault.
     """
     unknown = [name for name in gates if name not in GATES]
     if unknown:
         raise ValueError(f"unknown gate(s) {unknown}; gates: {', '.join(GATES)}")
+    if isinstance(tolerance, bool) or not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be a share in [0, 1), got {tolerance!r}")
     rubric, ops, step_ids = read_revision(revision)
     evidence = gate_evidence(rubric, ops, step_ids, verdicts, labels, proposed)
     proposal = Revision(ops=tuple(ops), round=1, reviser=REVISER, mode="free")
     decision_rows, rubric_rows = [], []
     for name in gates:
-        decisions = get_gate(name).decide(rubric, proposal, evidence)
+        decisions = _gate(name, tolerance).decide(rubric, proposal, evidence)
         for decision in decisions:
             op = ops[decision.op_index]
             decision_rows.append({
@@ -100,6 +116,70 @@ def gate(revision: pd.DataFrame, verdicts: pd.DataFrame, labels: pd.DataFrame, *
                             "checks": _rubric_after(rubric, proposal, accepted, ops, step_ids)})
     return GateResult(pd.DataFrame(decision_rows, columns=DECISION_COLUMNS),
                       pd.DataFrame(rubric_rows, columns=RUBRIC_COLUMNS))
+
+
+def _gate(name: str, tolerance: float) -> SequentialGate:
+    """carry's gate `name`, or, above tolerance 0, S and S+P with the tolerant S rule."""
+    if tolerance == 0 or name not in ("S", "S+P"):
+        return get_gate(name)
+
+    def s_rule(state: GateState, op: Operation, index: int) -> Decision:
+        return tolerant_shapley_rule(state, op, index, tolerance)
+
+    def sp_rule(state: GateState, op: Operation, index: int) -> Decision:
+        p = provenance_rule(state, op, index)
+        if not p.accepted:
+            return Decision(index, False, f"P: {p.reason}", reads_verdicts=False)
+        s = s_rule(state, op, index)
+        reason = f"S: {s.reason}" if not s.accepted else f"S: {s.reason}; P: {p.reason}"
+        return Decision(index, s.accepted, reason, evidence=s.evidence,
+                        reads_verdicts=s.reads_verdicts)
+
+    return SequentialGate(name, s_rule if name == "S" else sp_rule)
+
+
+def tolerant_shapley_rule(state: GateState, op: Operation, index: int,
+                          tolerance: float) -> Decision:
+    """Gate S with a tolerance (see the module docstring): carry's rule
+    (rubriclab.carry.gates.shapley_rule) with "> 0" read as "> tolerance x the items of the
+    class the quantity counts"."""
+    evidence = state.evidence
+    where = "add" if isinstance(op, Add) else f"{_action(op)} of {op.check_id}"
+    if isinstance(op, Delete):
+        if evidence is None or not evidence.has_flawed:
+            return _no_evidence(index, where, "flawed items")
+        n_flawed = int(evidence.flawed.sum())
+        allowed = tolerance * n_flawed
+        catches = shapley_attribution(state.matrix(), evidence.flawed)
+        unique = int(catches.unique_catches[state.column(op.check_id)])
+        within = f"{_share(unique, n_flawed)} of {n_flawed} flawed items, tolerance " \
+                 f"{_share(allowed, n_flawed)}"
+        if unique > allowed:
+            return Decision(index, False, f"{where}: it holds {unique} unique catch(es), "
+                                          f"{within}")
+        return Decision(index, True, f"{where}: {unique} unique catch(es), {within}")
+    if evidence is None or not evidence.has_correct:
+        return _no_evidence(index, where, "correct items")
+    n_correct = int((~evidence.flawed).sum())
+    allowed = tolerance * n_correct
+    after = state.after(op, index)
+    column = after.column(after.changed_id(op, index))
+    blame = float(shapley_attribution(after.matrix(), evidence.flawed).blame[column])
+    within = f"{_share(blame, n_correct)} of {n_correct} correct items, tolerance " \
+             f"{_share(allowed, n_correct)}"
+    if blame > allowed:
+        return Decision(index, False, f"{where}: false-fail blame {blame:.3f}, {within}")
+    return Decision(index, True, f"{where}: false-fail blame {blame:.3f}, {within}")
+
+
+def _no_evidence(index: int, where: str, needs: str) -> Decision:
+    return Decision(index, False, f"{where}: Gate S has no calibration evidence ({needs}); "
+                                  "refused, the check stays as it was",
+                    evidence=False, reads_verdicts=False)
+
+
+def _share(amount: float, n: int) -> str:
+    return f"{100 * amount / n:.3g}%"
 
 
 def read_revision(revision: pd.DataFrame, name: str = "revision"

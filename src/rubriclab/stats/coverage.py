@@ -13,7 +13,9 @@ Three families, one per work:
 
 - verify (`verify_cell`): true pass rate p, judge TPR and TNR, a labelled slice of m items and a
   judged set of n items, the slice either independent of the judged set or a random subset of
-  it. Methods: rubriclab.stats.prevalence.METHODS.
+  it. Methods (`VERIFY_METHODS`): rubriclab.stats.prevalence.METHODS, truescore's delta-method
+  interval and the guaranteed-coverage projection interval
+  (rubriclab.stats.exact_prevalence).
 - transfer (`transfer_cell`): Algorithm 4's paired percentile bootstrap over n examples for a
   micro-averaged Q metric (Algorithm 1), a paired difference of two generators' Q on the same
   examples, and an Algorithm 3 mean of per-example Spearman correlations with undefined
@@ -41,8 +43,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom, rankdata
 
-from rubriclab.stats import intervals, prevalence
+from rubriclab.stats import exact_prevalence, intervals, prevalence
 from rubriclab.stats.bootstrap import percentile_rows
+
+VERIFY_METHODS = (*prevalence.METHODS, "delta_method", "exact")
 
 RESULT_COLUMNS = ["family", "world", "size", "method", "truth", "replicates", "coverage",
                   "coverage_mc", "undefined", "coverage_defined", "mean_width", "width_mc",
@@ -83,7 +87,11 @@ class VerifyCell:
 
 @dataclass(frozen=True)
 class VerifyGrid:
-    """The verify grid of the issue; `cells()` drops subset cells whose slice exceeds the set."""
+    """The verify grid of the issue; `cells()` drops subset cells whose slice exceeds the set.
+
+    extra: (m, n, design) sizes studied beside the grid's product: the tutorial's 40 labelled
+    of 160 judged (docs/tutorial.md, section 3).
+    """
 
     p: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
     tpr: tuple[float, ...] = (0.6, 0.8, 0.99)
@@ -91,12 +99,15 @@ class VerifyGrid:
     m: tuple[int, ...] = (20, 50, 200)
     n: tuple[int, ...] = (100, 400, 2000)
     designs: tuple[str, ...] = ("independent", "subset")
+    extra: tuple[tuple[int, int, str], ...] = ((40, 160, "subset"),)
 
     def cells(self) -> list[VerifyCell]:
+        sizes = [(m, n, design) for design, m, n in product(self.designs, self.m, self.n)
+                 if not (design == "subset" and m > n)]
+        sizes += [size for size in self.extra if size not in sizes]
         return [VerifyCell(p, tpr, tnr, m, n, design)
-                for design, m, n, p, tpr, tnr in product(self.designs, self.m, self.n, self.p,
-                                                         self.tpr, self.tnr)
-                if not (design == "subset" and m > n)]
+                for m, n, design in sizes
+                for p, tpr, tnr in product(self.p, self.tpr, self.tnr)]
 
 
 def draw_verify(cell: VerifyCell, replicates: int, rng: np.random.Generator) -> dict:
@@ -131,14 +142,18 @@ def verify_intervals(counts: dict, method: str, *, n_boot: int, rng: np.random.G
                                              rng=rng, level=level)
     if method == "lang_reiczigel":
         return prevalence.lang_reiczigel(counts["k"], counts["n"], *cells, level=level)
+    if method == "delta_method":
+        return exact_prevalence.delta_method(counts["k"], counts["n"], *cells, level=level)
+    if method == "exact":
+        return exact_prevalence.exact_projection(counts["k"], counts["n"], *cells, level=level)
     if method in ("ppi", "ppi_plus_plus"):
         return prevalence.ppi(counts["k_unlabelled"], counts["n_unlabelled"], *cells,
                               level=level, power_tuned=method == "ppi_plus_plus")
-    raise ValueError(f"unknown method {method!r}; methods: {', '.join(prevalence.METHODS)}")
+    raise ValueError(f"unknown method {method!r}; methods: {', '.join(VERIFY_METHODS)}")
 
 
 def verify_cell(cell: VerifyCell, *, replicates: int, n_boot: int, seed: int,
-                methods: tuple[str, ...] = prevalence.METHODS, level: float = 0.95,
+                methods: tuple[str, ...] = VERIFY_METHODS, level: float = 0.95,
                 chunk: int = 250) -> list[dict]:
     """Coverage and width of each method in one verify cell; one result row per method."""
     rng = np.random.default_rng(seed)

@@ -18,10 +18,16 @@ from rubriclab.tidy import markdown_table
 METHOD_NAMES = {
     "jeffreys_bootstrap": "Jeffreys bootstrap", "labelled_bootstrap": "labelled bootstrap",
     "lang_reiczigel": "Lang-Reiczigel", "ppi": "PPI", "ppi_plus_plus": "PPI++",
+    "delta_method": "delta method (truescore)", "exact": "exact projection",
     "algorithm4_percentile": "Algorithm 4", "ratio_bootstrap": "Algorithm 4 (ratio)",
     **intervals.RATE_METHOD_TITLES,
 }
 FLOOR = 0.93
+# The corrected-rate intervals `rubriclab correct` offers (verify.calibration.INTERVAL_METHODS):
+# the candidates for its default. PPI estimates the rate another way and truescore's delta
+# method is studied as a peer; neither is a candidate.
+CORRECT_CANDIDATES = ("exact", "lang_reiczigel", "jeffreys_bootstrap", "labelled_bootstrap")
+NOMINAL = 0.95
 
 
 def held(cells: pd.DataFrame, floor: float = FLOOR) -> bool:
@@ -33,16 +39,31 @@ def _size_n(size: str) -> int:
     return int(str(size).removeprefix("n=").split()[0])
 
 
-def decisions(table: pd.DataFrame, floor: float = FLOOR) -> dict:
+def decisions(table: pd.DataFrame, floor: float = FLOOR, nominal: float = NOMINAL) -> dict:
     """What the study chooses, by rules fixed before it was run:
 
     - carry_method: among the binomial intervals that hold at every carry size, the one with
       the smallest mean width over the carry cells (None where none holds);
     - carry_held: per carry method, whether it holds at every size;
     - transfer_held_from: the smallest transfer size n from which Algorithm 4 holds at that
-      size and every larger one studied (None where it does not hold at the largest).
+      size and every larger one studied (None where it does not hold at the largest);
+    - verify_held: per verify method, the sizes (m, n, design) at which it covers at least
+      the nominal `nominal` in every cell within one Monte Carlo error;
+    - correct_default: among CORRECT_CANDIDATES that hold the nominal coverage at every verify
+      size, the one with the smallest mean width over the verify cells (None where none does).
     """
     out: dict = {}
+    verify = table[table["family"] == "verify"]
+    if not verify.empty:
+        sizes = list(dict.fromkeys(verify["size"]))
+        out["verify_held"] = {
+            method: [size for size, group in part.groupby("size", sort=False)
+                     if held(group, nominal)]
+            for method, part in verify.groupby("method", sort=False)}
+        valid = [m for m in CORRECT_CANDIDATES
+                 if m in out["verify_held"] and len(out["verify_held"][m]) == len(sizes)]
+        widths = verify.groupby("method")["mean_width"].mean()
+        out["correct_default"] = min(valid, key=lambda m: widths[m]) if valid else None
     carry = table[table["family"] == "carry"]
     if not carry.empty:
         out["carry_held"] = {method: all(held(group, floor) for _, group in
@@ -148,4 +169,44 @@ def exact_markdown(sizes=CARRY_SIZES, methods=intervals.RATE_METHODS, level: flo
             study = binomial_coverage(method, m, np.array(CARRY_RATES), level)
             rows.append([m, METHOD_NAMES.get(method, method), f"{fine.min():.3f}",
                          f"{grid[fine.argmin()]:.3f}", f"{study.min():.3f}"])
+    return "\n".join(markdown_table(header, rows)) + "\n"
+
+
+def verify_size_markdown(table: pd.DataFrame, nominal: float = NOMINAL) -> str:
+    """Per verify size (m, n, design) and method: the cells' mean and lowest coverage, the
+    share of cells below `nominal`, the mean width (clipped to [0, 1]) and whether every cell
+    covers at least `nominal` within one Monte Carlo error (the rule `decisions` applies)."""
+    part = table[table["family"] == "verify"]
+    if part.empty:
+        return ""
+    header = ["size", "method", "cells", "mean coverage", "lowest cell",
+              f"cells below {nominal:.2f}", "mean width",
+              f"holds (every cell + MC error >= {nominal:.2f})"]
+    rows = []
+    for (size, method), group in part.groupby(["size", "method"], sort=False):
+        rows.append([size, METHOD_NAMES.get(method, method), len(group),
+                     f"{group.coverage.mean():.3f}", f"{group.coverage.min():.3f}",
+                     f"{(group.coverage < nominal).mean():.2f}",
+                     f"{group.mean_width.mean():.3f}",
+                     "yes" if held(group, nominal) else "no"])
+    return "\n".join(markdown_table(header, rows)) + "\n"
+
+
+def verify_pivot_markdown(table: pd.DataFrame, nominal: float = NOMINAL) -> str:
+    """One line per verify size (m, n, design), one column per method: "mean coverage
+    (lowest cell) / mean width", a * where every cell holds `nominal` within one MC error."""
+    part = table[table["family"] == "verify"]
+    if part.empty:
+        return ""
+    methods = list(dict.fromkeys(part["method"]))
+    header = ["size", *(METHOD_NAMES.get(m, m) for m in methods)]
+    rows = []
+    for size, group in part.groupby("size", sort=False):
+        values = [size]
+        for method in methods:
+            cells = group[group["method"] == method]
+            mark = "*" if held(cells, nominal) else ""
+            values.append(f"{cells.coverage.mean():.3f} ({cells.coverage.min():.3f}){mark} / "
+                          f"{cells.mean_width.mean():.3f}")
+        rows.append(values)
     return "\n".join(markdown_table(header, rows)) + "\n"

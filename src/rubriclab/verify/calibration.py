@@ -38,7 +38,7 @@ from typing import Literal, overload
 import numpy as np
 from scipy.stats import binomtest
 
-from rubriclab.stats import prevalence
+from rubriclab.stats import exact_prevalence, prevalence
 from rubriclab.stats.coverage import VerifyCell, verify_cell
 
 # tpr + tnr must exceed 1 by more than this for the judge to count as informative; it absorbs
@@ -227,6 +227,7 @@ INTERVAL_METHODS = {
     "jeffreys_bootstrap": "Jeffreys parametric bootstrap over q, TPR and TNR",
     "labelled_bootstrap": "percentile bootstrap over labelled and judged items",
     "lang_reiczigel": "Lang-Reiczigel adjusted Wald interval",
+    "exact": "exact projection interval (guaranteed coverage; docs/statistics.md)",
 }
 DEFAULT_METHOD = "lang_reiczigel"
 BOOTSTRAPPED = ("jeffreys_bootstrap", "labelled_bootstrap")
@@ -371,10 +372,13 @@ def corrected_pass_rate(
     elif method == "labelled_bootstrap":
         result = prevalence.labelled_bootstrap(*counts, n_boot=n_boot, rng=rng, level=level,
                                                keep_draws=True)
+    elif method == "exact":
+        result = exact_prevalence.exact_projection(*counts, level=level)
     else:
         result = prevalence.lang_reiczigel(*counts, level=level)
     interval = None
-    if rg.defined and not np.isnan(result.low):
+    # the exact interval holds its coverage whatever the judge, so it stands without an estimate
+    if (rg.defined or method == "exact") and not np.isnan(result.low):
         interval = (float(result.low), float(result.high))
     n_outside = 0
     if result.draws is not None:
@@ -435,6 +439,8 @@ def stability_flags(corrected: CorrectedRate) -> tuple[str, ...]:
                      else "no interval (every draw undefined)")
     else:
         low, high = corrected.interval
+        if not corrected.rg.defined:
+            flags.append("no estimate (TPR + TNR <= 1); the exact interval stands alone")
         if high - low > 1:
             flags.append(f"raw interval [{low:.3g}, {high:.3g}] wider than [0, 1]")
     if corrected.n_boot and corrected.n_undefined > UNDEFINED_DRAWS_FLAG * corrected.n_boot:
