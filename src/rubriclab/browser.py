@@ -4,21 +4,29 @@ Each verdict table of the run (carry Figure 2 and verify's judge labels: one row
 carry's judged tables: one row per vote; transfer's: one row per criterion, its votes tallied)
 becomes rows of one tidy table (`TIDY_COLUMNS`): per study, dataset, item, rubric and check, the
 judge, the rendering, the sample (run or vote), the verdict, the label, the votes and the cache
-key(s) of the answer. The raw answer text is looked up in the call cache by that key
-(`answer_texts`), never copied from anywhere else; an answer that never parsed is not cached, so
-its row shows what the ledger recorded of it (`ledger_errors`). `disagreements` marks where two
-judges, two renderings of one rubric, or the votes of one question differ. `page_html` writes
-the page: the data inline as JSON, with filters in inline JavaScript, no server and no network.
+key(s) of the answer. The raw answer and the prompt that asked for it are looked up in the call
+cache by that key (`cached_answers`: the answer's text and its stored request), never copied
+from anywhere else; an answer that never parsed is not cached, so its row shows what the ledger
+recorded of it (`ledger_errors`). The item's texts come from the run's item tables
+(`item_texts`). `disagreements` marks where two judges, two renderings of one rubric, or the
+votes of one question differ. `page_html` writes the page (resources/verdict_browser.html): the
+data inline as JSON, models by their display names, filters, sorting and CSV export in inline
+JavaScript, no server and no network.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+
+from .labels import ModelLabels
 
 TIDY_COLUMNS = ["study", "dataset", "judge", "item_id", "label", "rubric", "check", "rendering",
                 "sample", "verdict", "votes", "cache_key", "disagreement"]
@@ -26,6 +34,9 @@ TIDY_COLUMNS = ["study", "dataset", "judge", "item_id", "label", "rubric", "chec
 _OUTCOME = {"yes": "pass", "pass": "pass", "1": "pass", "no": "fail", "fail": "fail", "0": "fail"}
 UNPARSEABLE = "unparseable"
 DISAGREEMENTS = ("judges", "renderings", "votes")
+Prompt = tuple[tuple[str, str], ...]  # (role, content) per message
+ItemRef = tuple[str, str]  # (dataset, item id)
+Fields = tuple[tuple[str, str], ...]  # (field, text) per text of an item
 
 
 def _require(table: pd.DataFrame, columns: Iterable[str], where: str) -> None:
@@ -212,22 +223,37 @@ def disagreements(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-# --- the answers' texts -------------------------------------------------------------------------
+# --- the answers' texts, their prompts and the items ------------------------------------------
 
 def keys_of(table: pd.DataFrame) -> list[str]:
     """Every cache key of the table's rows (a row may hold several, space-separated)."""
     return sorted({k for cell in table["cache_key"] for k in str(cell).split() if k})
 
 
-def answer_texts(keys: Iterable[str], cache) -> dict[str, str]:
-    """key -> the cached answer's text, for the keys the cache (an llm.cache.SQLiteCache,
-    e.g. SQLiteCache.read_only) holds."""
-    texts = {}
+def cached_answers(keys: Iterable[str], cache) -> tuple[dict[str, str], dict[str, Prompt]]:
+    """(key -> the cached answer's text, key -> the prompt of its cached request: (role,
+    content) per message), for the keys the cache (llm.storage.open_cache, SQLite or
+    PostgreSQL) holds. The request is the one the model layer keyed and stored with the answer
+    (`CachedAnswer.request_json`), so the prompt shown is the prompt sent."""
+    texts: dict[str, str] = {}
+    prompts: dict[str, Prompt] = {}
     for key in keys:
         hit = cache.get(key)
-        if hit is not None:
-            texts[key] = hit.text
-    return texts
+        if hit is None:
+            continue
+        texts[key] = hit.text
+        try:
+            messages = json.loads(hit.request_json)["messages"]
+            prompts[key] = tuple((str(m["role"]), str(m["content"])) for m in messages)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"the call cache's entry {key}: its stored request is not a "
+                             f"request of this release ({exc!r})") from exc
+    return texts, prompts
+
+
+def answer_texts(keys: Iterable[str], cache) -> dict[str, str]:
+    """key -> the cached answer's text, for the keys the cache holds."""
+    return cached_answers(keys, cache)[0]
 
 
 def ledger_errors(ledger: pd.DataFrame, keys: Iterable[str]) -> dict[str, str]:
@@ -239,168 +265,178 @@ def ledger_errors(ledger: pd.DataFrame, keys: Iterable[str]) -> dict[str, str]:
             zip(rows["key"], rows["outcome"], rows["error"].fillna(""))}
 
 
+def item_texts(items: pd.DataFrame, dataset: str, fields: Sequence[str] = ("task", "output"),
+               id_column: str = "item_id", where: str = "item table") -> dict[ItemRef, Fields]:
+    """(dataset, item id) -> the item's texts ((field, text) per field that is not empty), from
+    a table of items (data/prepared, carry's items; transfer's responses: ('text',) by
+    'response_id')."""
+    _require(items, [id_column, *fields], where)
+    out: dict[ItemRef, Fields] = {}
+    for row in items[[id_column, *fields]].astype(str).itertuples(index=False):
+        out[(dataset, row[0])] = tuple((f, t) for f, t in zip(fields, row[1:]) if t.strip())
+    return out
+
+
+def add_items(into: dict[ItemRef, Fields], items: Mapping[ItemRef, Fields], where: str) -> None:
+    """Add `items` (item_texts) to `into`; an item given two different texts is an error."""
+    for ref, fields in items.items():
+        if into.setdefault(ref, fields) != fields:
+            raise ValueError(f"{where}: item {ref[1]!r} of {ref[0]} has other texts than the "
+                             "same item in an item table read before it")
+
+
 # --- the page -----------------------------------------------------------------------------------
 
-def page_data(table: pd.DataFrame, texts: Mapping[str, str],
-              notes: Mapping[str, str]) -> dict:
+# A text of an item at least this long is stored once and referred to from every prompt
+# quoting it (a prompt is mostly its item's texts and a template shared by many prompts).
+_SHARED_TEXT_MIN = 32
+_LABELLED = ("judge", "rubric", "item_id")  # columns whose model strings read as display names
+
+
+class _Strings:
+    """Each distinct string once; the page refers to them by index."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        return self.index.setdefault(text, len(self.index))
+
+    def values(self) -> list[str]:
+        return list(self.index)
+
+
+def _segments(content: str, shared: Sequence[str]) -> list[str]:
+    """`content` cut around each occurrence of the `shared` texts (longest first)."""
+    segments, whole = [content], set[str]()
+    for text in sorted(set(shared), key=len, reverse=True):
+        if len(text) < _SHARED_TEXT_MIN:
+            continue
+        cut: list[str] = []
+        for segment in segments:
+            if segment in whole or text not in segment:
+                cut.append(segment)
+                continue
+            for n, piece in enumerate(segment.split(text)):
+                if n:
+                    cut.append(text)
+                if piece:
+                    cut.append(piece)
+        segments, whole = cut, whole | {text}
+    return segments
+
+
+def _display(labels: Mapping[str, str] | None) -> Callable[[str], str]:
+    """A model string's display name (labels, else ModelLabels' default) and any other value
+    as it is; an id made of '|'-separated parts (transfer's responses) part by part."""
+    named, default = dict(labels or {}), ModelLabels()
+
+    def one(value: str) -> str:
+        return named.get(value) or default(value)
+
+    def shown(value: str) -> str:
+        return one(value) if value in named else "|".join(one(p) for p in value.split("|"))
+    return shown
+
+
+def display_name(value: str, labels: Mapping[str, str] | None = None) -> str:
+    """How the page shows a model string (or an id holding model strings): see _display."""
+    return _display(labels)(str(value))
+
+
+def page_data(table: pd.DataFrame, texts: Mapping[str, str], notes: Mapping[str, str],
+              prompts: Mapping[str, Prompt] | None = None,
+              items: Mapping[ItemRef, Fields] | None = None,
+              labels: Mapping[str, str] | None = None,
+              uncached: Mapping[str, str] | None = None) -> dict:
     """The page's data: columns of the tidy table dictionary-encoded (each column its
-    distinct values and one index per row), and the answers by key."""
+    distinct values and one index per row), judges, rubrics and items by their display names
+    (`labels`: model string -> display name); the answers by key; every longer text once in
+    `strings`: each item's texts (by dataset and shown item id) and each key's prompt (role
+    and content per message, a content as the strings it is made of, its item's texts among
+    them); `uncached`: judge -> what a row says of an answer the cache does not hold."""
     missing = [c for c in TIDY_COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(f"page_data: the table lacks column(s) {missing}")
+    shown = _display(labels)
+    strings = _Strings()
     columns = {}
     for column in TIDY_COLUMNS:
         values = table[column].astype(str)
         codes, uniques = pd.factorize(values, sort=False)
-        columns[column] = {"values": [str(u) for u in uniques], "codes": codes.tolist()}
-    keys = set(keys_of(table))
+        names = [shown(str(u)) if column in _LABELLED else str(u) for u in uniques]
+        columns[column] = {"values": names, "codes": codes.tolist()}
+    item_of: dict[str, ItemRef] = {}
+    for dataset, item, cell in zip(table["dataset"].astype(str), table["item_id"].astype(str),
+                                   table["cache_key"].astype(str)):
+        for key in cell.split():
+            item_of.setdefault(key, (dataset, item))
+    items, prompts = dict(items or {}), dict(prompts or {})
+    in_table = set(zip(table["dataset"].astype(str), table["item_id"].astype(str)))
+    page_items = {f"{dataset}\u001f{shown(item)}": [[strings(f), strings(t)] for f, t in fields]
+                  for (dataset, item), fields in items.items() if (dataset, item) in in_table}
+    page_prompts = {}
+    for key in sorted(item_of):
+        if key in prompts:
+            quoted = [t for _, t in items.get(item_of[key], ())]
+            page_prompts[key] = [[strings(role), [strings(s) for s in _segments(content, quoted)]]
+                                 for role, content in prompts[key]]
     return {"n": len(table), "columns": columns,
-            "texts": {k: v for k, v in texts.items() if k in keys},
-            "notes": {k: v for k, v in notes.items() if k in keys}}
+            "texts": {k: v for k, v in texts.items() if k in item_of},
+            "notes": {k: v for k, v in notes.items() if k in item_of},
+            "items": page_items, "prompts": page_prompts, "strings": strings.values(),
+            "uncached": {shown(j): note for j, note in (uncached or {}).items()}}
+
+
+def machine_paths(run: str | Path, cache_dir: str | Path | None = None) -> dict[str, str]:
+    """The folders of this machine a page must not name -> how it names them instead: the
+    run's folder (its paths read relative to it), the cache's folder and the home folder."""
+    named = {str(Path(run).resolve()): "", str(Path.home()): "~"}
+    if cache_dir is not None:
+        named[str(Path(cache_dir).expanduser().resolve())] = "<cache>"
+    return named
+
+
+def _hide_paths(text: str, paths: Mapping[str, str]) -> str:
+    """`text` with each folder of `paths` (longest first) replaced by its name: "<run>/a/b"
+    reads "a/b", "<home>/x" "~/x"; a folder "/x" is not taken for the start of "/xy". The root
+    folder "/" is never replaced."""
+    for folder in sorted(paths, key=len, reverse=True):
+        if len(Path(folder).parts) < 2:
+            continue
+        name, escaped = paths[folder], re.escape(folder)
+        inside, itself = (f"{name}/" if name else ""), (name or ".")
+        text = re.sub(escaped + "/", lambda _: inside, text)
+        text = re.sub(escaped + r"(?![\w.-])", lambda _: itself, text)
+    return text
 
 
 def page_html(table: pd.DataFrame, texts: Mapping[str, str], notes: Mapping[str, str] | None = None,
-              title: str = "Verdicts", subtitle: str = "") -> str:
-    """The self-contained page (inline CSS, JavaScript and data)."""
-    data = json.dumps(page_data(table, texts, notes or {}), ensure_ascii=False,
-                      separators=(",", ":"))
-    # In a <script> element only "</" could end it early; JSON allows "<" as \u003c.
-    data = data.replace("<", "\\u003c")
-    return (_TEMPLATE.replace("@TITLE@", html.escape(title))
+              title: str = "Verdicts", subtitle: str = "",
+              paths: Mapping[str, str] | None = None, **data: Any) -> str:
+    """The self-contained page (inline CSS, JavaScript and data); `paths`: folders of this
+    machine that no text of the page may name (machine_paths; default: the current folder's
+    and the home folder's); `data`: page_data's prompts, items, labels and uncached."""
+    paths = machine_paths(Path.cwd()) if paths is None else paths
+    encoded = json.dumps(page_data(table, texts, notes or {}, **data), ensure_ascii=False,
+                         separators=(",", ":"))
+    encoded, subtitle = _hide_paths(encoded, paths), _hide_paths(subtitle, paths)
+    # In a <script> element only "</" could end it early; JSON allows "<" as \u003c. U+2028
+    # and U+2029 are escaped too, for any reader that takes the data for JavaScript.
+    encoded = (encoded.replace("<", "\\u003c").replace("\u2028", "\\u2028")
+               .replace("\u2029", "\\u2029"))
+    template = resources.files("rubriclab").joinpath(_TEMPLATE).read_text(encoding="utf-8")
+    return (template.replace("@TITLE@", html.escape(_hide_paths(title, paths)))
             .replace("@SUBTITLE@", html.escape(subtitle))
-            .replace("@DATA@", data))
+            .replace("@DATA@", encoded))
 
 
 def write_page(path: Path, table: pd.DataFrame, texts: Mapping[str, str],
                notes: Mapping[str, str] | None = None, title: str = "Verdicts",
-               subtitle: str = "") -> None:
-    Path(path).write_text(page_html(table, texts, notes, title, subtitle), encoding="utf-8")
+               subtitle: str = "", paths: Mapping[str, str] | None = None, **data: Any) -> None:
+    Path(path).write_text(page_html(table, texts, notes, title, subtitle, paths, **data),
+                          encoding="utf-8")
 
 
-_TEMPLATE = r"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>@TITLE@</title>
-<style>
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1em 1.5em;color:#222}
-h1{font-size:1.4em;margin:.2em 0}.sub{color:#555;margin:0 0 .8em}
-#filters{display:flex;flex-wrap:wrap;gap:.6em 1.2em;align-items:center;padding:.6em;
- background:#f3f4f6;border-radius:6px;position:sticky;top:0;z-index:1}
-#filters label{font-size:.9em}select,input[type=search]{font-size:.9em;padding:2px 4px}
-#count{font-weight:600;margin:.6em 0}
-table{border-collapse:collapse;width:100%;font-size:.85em}
-th,td{border-bottom:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#fafafa;position:sticky;top:3.2em}
-tr.unparseable td.verdict{color:#b00020;font-weight:600}
-tr.disagree{background:#fff7e0}
-td.answer pre{margin:0;white-space:pre-wrap;max-height:9em;overflow:auto;font-size:.95em}
-.note{color:#b00020;font-style:italic}.missing{color:#888;font-style:italic}
-.key{font-family:monospace;font-size:.8em;color:#777}
-button{font-size:.9em}
-</style></head><body>
-<h1>@TITLE@</h1><p class="sub">@SUBTITLE@</p>
-<div id="filters">
-<label>Study <select id="f-study"></select></label>
-<label>Dataset <select id="f-dataset"></select></label>
-<label>Judge <select id="f-judge"></select></label>
-<label><input type="checkbox" id="f-unparseable"> unparseable only</label>
-<label>Disagreement <select id="f-disagree">
- <option value="">all rows</option><option value="any">any disagreement</option>
- <option value="judges">judges disagree</option>
- <option value="renderings">renderings disagree</option>
- <option value="votes">votes disagree</option></select></label>
-<label>Search <input type="search" id="f-search" placeholder="item, check, answer text"></label>
-</div>
-<div id="count"></div>
-<table><thead><tr><th>study</th><th>dataset</th><th>item</th><th>label</th><th>rubric</th>
-<th>check</th><th>rendering</th><th>judge</th><th>sample</th><th>verdict</th><th>votes</th>
-<th>disagreement</th><th>raw answer</th></tr></thead><tbody id="rows"></tbody></table>
-<p><button id="more">show more</button></p>
-<script type="application/json" id="data">@DATA@</script>
-<script>
-"use strict";
-const DATA = JSON.parse(document.getElementById("data").textContent);
-const C = DATA.columns, N = DATA.n, PAGE = 300;
-const val = (col, i) => C[col].values[C[col].codes[i]];
-let shown = PAGE, matching = [];
-function options(id, col) {
-  const select = document.getElementById(id);
-  const all = document.createElement("option"); all.value = ""; all.textContent = "all";
-  select.appendChild(all);
-  for (const v of [...C[col].values].sort()) {
-    const o = document.createElement("option"); o.value = v; o.textContent = v;
-    select.appendChild(o);
-  }
-}
-options("f-study", "study"); options("f-dataset", "dataset"); options("f-judge", "judge");
-function answerOf(i) {
-  const keys = val("cache_key", i).split(" ").filter(k => k);
-  return keys.map(k => ({key: k, text: DATA.texts[k], note: DATA.notes[k]}));
-}
-function searchable(i) {
-  const parts = ["item_id", "label", "rubric", "check", "verdict", "judge"].map(c => val(c, i));
-  for (const a of answerOf(i)) parts.push(a.text || "", a.note || "");
-  return parts.join("\n").toLowerCase();
-}
-function filter() {
-  const f = id => document.getElementById(id).value;
-  const study = f("f-study"), dataset = f("f-dataset"), judge = f("f-judge");
-  const disagree = f("f-disagree"), search = f("f-search").trim().toLowerCase();
-  const unparseable = document.getElementById("f-unparseable").checked;
-  matching = [];
-  for (let i = 0; i < N; i++) {
-    if (study && val("study", i) !== study) continue;
-    if (dataset && val("dataset", i) !== dataset) continue;
-    if (judge && val("judge", i) !== judge) continue;
-    if (unparseable && val("verdict", i) !== "unparseable") continue;
-    const d = val("disagreement", i);
-    if (disagree === "any" && !d) continue;
-    if (disagree && disagree !== "any" && !d.split(", ").includes(disagree)) continue;
-    if (search && !searchable(i).includes(search)) continue;
-    matching.push(i);
-  }
-  shown = PAGE; render();
-}
-function cell(tr, text, cls) {
-  const td = document.createElement("td"); td.textContent = text;
-  if (cls) td.className = cls; tr.appendChild(td); return td;
-}
-function render() {
-  const body = document.getElementById("rows"); body.replaceChildren();
-  for (const i of matching.slice(0, shown)) {
-    const tr = document.createElement("tr");
-    if (val("verdict", i) === "unparseable") tr.classList.add("unparseable");
-    if (val("disagreement", i)) tr.classList.add("disagree");
-    for (const c of ["study", "dataset", "item_id", "label", "rubric", "check", "rendering",
-                     "judge", "sample"]) cell(tr, val(c, i));
-    cell(tr, val("verdict", i), "verdict"); cell(tr, val("votes", i));
-    cell(tr, val("disagreement", i));
-    const td = cell(tr, "", "answer"), answers = answerOf(i);
-    answers.forEach((a, n) => {
-      const pre = document.createElement("pre");
-      const prefix = answers.length > 1 ? "vote " + n + ": " : "";
-      if (a.text !== undefined) pre.textContent = prefix + a.text;
-      else if (a.note !== undefined) { pre.textContent = prefix + a.note; pre.className = "note"; }
-      else {
-        // A fake model's answers are kept only with llm.cache_fake_answers: true.
-        pre.textContent = prefix + (String(val("judge", i)).startsWith("fake/")
-          ? "(a fake model's answer: not cached unless llm.cache_fake_answers is true)"
-          : "(not in the cache)");
-        pre.className = "missing";
-      }
-      pre.title = "cache key " + a.key; td.appendChild(pre);
-    });
-    body.appendChild(tr);
-  }
-  document.getElementById("count").textContent =
-    matching.length + " of " + N + " verdicts" +
-    (matching.length > shown ? " (first " + shown + " shown)" : "");
-  document.getElementById("more").style.display = matching.length > shown ? "" : "none";
-}
-for (const id of ["f-study", "f-dataset", "f-judge", "f-unparseable", "f-disagree"])
-  document.getElementById(id).addEventListener("change", filter);
-document.getElementById("f-search").addEventListener("input", filter);
-document.getElementById("more").addEventListener("click", () => { shown += PAGE; render(); });
-filter();
-</script></body></html>
-"""
+# The page: its markup, style and code (data goes in at @DATA@).
+_TEMPLATE = "resources/verdict_browser.html"

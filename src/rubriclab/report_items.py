@@ -34,3 +34,40 @@ def made_by(path: str | Path, base_run: str | None, run_dir: str | Path = ".") -
     copied = copied_from_base(path, run_dir)
     return {"item": Path(path).name,
             "made by": f"copied from base run {copied}" if copied else "this run"}
+
+
+# The verdict claims of each work rest on (the report item of figures/verdicts.html).
+VERDICTS_ITEM = "verdicts.html"
+
+
+def replication_landing(csv_path: str | Path) -> dict:
+    """report.html's first page (workflow/report/workflow.rst, a param of rule replication read
+    when the report is built): the verdict counts and, per work, a headline per tested claim
+    with the report items of the outputs it rests on (`items`: each output's figure or table,
+    <stem>.png or <stem>.md, kept where the report has it) and the files that are no report
+    item (`files`). Text is escaped for reStructuredText (rubriclab.markup). {} before the page
+    is made."""
+    import pandas as pd
+
+    from .markup import rst_text
+
+    path = Path(csv_path)
+    if not path.exists():
+        return {}
+    table = pd.read_csv(path, keep_default_na=False, dtype=str)
+    tested = table[~table["verdict"].isin(["not computed"]) & (table["kind"] != "arithmetic")]
+    counts = tested["verdict"].value_counts()
+    works: dict[str, list[dict]] = {}
+    for row in tested.to_dict("records"):
+        sources = row.get("outputs", "").split()
+        stems = list(dict.fromkeys(Path(s).stem for s in sources))
+        value = row["run"] or row["as_measured"]
+        works.setdefault(row["work"], []).append({
+            "where": rst_text(row["where"]), "verdict": rst_text(row["verdict"]),
+            "sentence": rst_text(row["sentence"]), "seed": rst_text(row["seed"]),
+            "run": rst_text(value) + (f" {rst_text(row['interval'])}" if row["interval"] else ""),
+            "items": [f"{stem}{ext}" for stem in stems for ext in (".png", ".md")],
+            "files": [s for s in sources if not s.startswith("figures/")],
+        })
+    return {"counts": ", ".join(f"{n} {rst_text(v)}" for v, n in counts.items()),
+            "claims": len(tested), "works": works, "verdicts": VERDICTS_ITEM}

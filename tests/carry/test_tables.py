@@ -491,6 +491,17 @@ def test_fig5b_supplement_counts_each_chains_deletions():
     assert empty.empty and "(no chain deleted a check)" in empty_md
 
 
+def test_fig5b_supplement_names_a_reviewing_model_by_its_label():
+    """The origin column of the markdown shows the reviser's display name; the csv keeps the
+    model string (data, joined with results/)."""
+    from tests.carry.test_figures import MAIN, deletion_row
+    raw = "review by fake/hash?salt=haiku of hand"
+    markdown, table = fig5b_supplement(pd.DataFrame([deletion_row("c1", raw, True, False)]),
+                                       MAIN, ["hand:free"])
+    assert "?salt=" not in markdown and list(table["origin"]) == [raw]
+    assert "review by fake/hash (haiku) of hand" in markdown
+
+
 def test_failing_checks_tables_name_the_reviser_by_its_label(failing):
     raw = "After review by fake/hash?salt=opus"
     failing = failing.replace({"rubric_version": {"After review by local/default": raw}})

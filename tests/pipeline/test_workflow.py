@@ -516,6 +516,8 @@ def test_transfer_q_metric_is_the_micro_average_of_the_judged_edits(finished_run
 def test_the_verdict_browser_of_the_run_loads_in_headless_chromium(finished_run):
     import re
 
+    from rubriclab.labels import default_label
+
     from ..headless_chromium import OUTPUT, Chromium, chromium_or_skip
 
     workdir, _ = finished_run
@@ -555,7 +557,9 @@ def test_the_verdict_browser_of_the_run_loads_in_headless_chromium(finished_run)
         # the second judge judges Recon only (carry.all_judges_on [recon], the default)
         second = [p for p in results.glob(f"carry/judged/*/{model_slug(SECOND_JUDGE)}/verdicts.csv")]
         assert [p.parts[-3] for p in second] == ["recon"]
-        assert choose(browser, "f-judge", SECOND_JUDGE) == len(pd.read_csv(second[0]))
+        # judges by their display names (rubriclab.labels), as in the figures
+        assert choose(browser, "f-judge", default_label(SECOND_JUDGE)) == \
+            len(pd.read_csv(second[0]))
         choose(browser, "f-judge", "")
         # every answer shown is the cached text of the key it names, or a note where none is
         shown = browser.evaluate("[...document.querySelectorAll('td.answer pre')]"

@@ -287,7 +287,9 @@ def model_resources(model, role):
     (the Snakefile's resource_scopes). mem_mb and runtime (minutes) are what a cluster executor
     asks for (rubriclab.sizing, docs/cluster.md).
     """
-    size = model_job_size(_LLM_CONFIG, model, role, config["cluster"]["max_runtime_min"])
+    size = model_job_size(
+        _LLM_CONFIG, model, role, config["cluster"]["max_runtime_min"]
+    )
     if provider_for(model).embedded:
         return {"local_llm": 1, "api_calls": 0, **size}
     if not provider_for(model).remote:
@@ -360,8 +362,8 @@ def ledger_files():
 
 
 def verdict_browser_input(wildcards):
-    """Every verdict table of the run, what labels and names its rows, and the judging
-    rules' ledgers (what they recorded of answers that never parsed)."""
+    """Every verdict table of the run, what labels and names its rows, the items' texts, and
+    the judging rules' ledgers (what they recorded of answers that never parsed)."""
     carry = [(d, slug) for d in CARRY_DATASETS for slug in carry_judges_on(d)]
     return {
         "fig2": expand(
@@ -376,6 +378,12 @@ def verdict_browser_input(wildcards):
         ),
         "verify_checklists": expand(
             "results/carry/rubrics/generic/{dataset}.json", dataset=DATASETS
+        ),
+        # The items' texts, shown beside their verdicts.
+        "fig2_items": expand("data/prepared/{dataset}.csv", dataset=FIG2_DATASETS),
+        "verify_items": expand("data/prepared/{dataset}.csv", dataset=DATASETS),
+        "transfer_responses": expand(
+            "results/transfer/responses/{name}.csv", name=transfer_response_files()
         ),
         "carry": [f"results/carry/judged/{d}/{slug}/verdicts.csv" for d, slug in carry],
         "carry_items": expand("results/carry/items/{d}.csv", d=CARRY_DATASETS),

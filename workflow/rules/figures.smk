@@ -1,5 +1,7 @@
 # Plots read tidy tables; compute and plotting are separate rules.
 
+from rubriclab.report_items import replication_landing
+
 
 rule carry_fig2_rates:
     input:
@@ -158,8 +160,11 @@ rule replication:
         transfer_examples="results/transfer/examples.csv",
         transfer_left_out="results/transfer/analysis/left_out.csv",
     output:
-        md=report_item(
-            "figures/replication.md",
+        md="figures/replication.md",
+        # the report's item: an HTML page the report shows in place (a .md item only
+        # downloads from its view icon)
+        html=report_item(
+            "figures/replication.html",
             "replication.rst",
             "replication",
             "Headline numbers beside the papers'",
@@ -171,6 +176,10 @@ rule replication:
         "../envs/rubriclab.yaml"
     resources:
         **SMALL_JOB,
+    params:
+        # report.html's first page (workflow/report/workflow.rst): read from the csv when the
+        # report is built; a param of `output` is not compared for reruns
+        landing=lambda wildcards, output: replication_landing(output.csv),
     script:
         "../scripts/replication.py"
 
@@ -203,6 +212,7 @@ rule verdict_browser:
         transfer=transfer_response_files(),
         judge=JUDGE,
         transfer_judge=T_JUDGE,
+        labels={**labels_of(CARRY_MODELS), **labels_of(TRANSFER_MODELS)},
         run=config.get("run") or "",
     script:
         "../scripts/verdict_browser.py"

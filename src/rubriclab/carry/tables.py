@@ -72,6 +72,13 @@ def chain_label(reviser: str, source: str, mode: str, seed: int, with_seed: bool
     return f"{label}, seed {seed}" if with_seed else label
 
 
+def origin_title(origin: str) -> str:
+    """A check's origin as a table shows it: "review by <reviser's display name> of <start>"."""
+    text = str(origin)
+    if text.startswith("review by ") and " of " in text:
+        reviser, start = text[len("review by "):].rsplit(" of ", 1)
+        return f"review by {current_labels()(reviser)} of {start}"
+    return text
 
 
 
@@ -540,8 +547,8 @@ def fig5b_supplement(deletions: pd.DataFrame, judge_main: str,
         counts["paper_chain"] = [paper is None or (s, m) in paper
                                  for s, m in zip(counts["source"], counts["mode"])]
         table = counts[columns]
-    body = [[r["chain"], "yes" if r["paper_chain"] else "no", r["origin"], r["deleted"],
-             r["deleted_with_unique_catch"], r["deleted_with_blame"]]
+    body = [[r["chain"], "yes" if r["paper_chain"] else "no", origin_title(r["origin"]),
+             r["deleted"], r["deleted_with_unique_catch"], r["deleted_with_blame"]]
             for r in table.to_dict("records")]
     paper_rows = table[table["paper_chain"].astype(bool)] if not table.empty else table
     totals = (f"The paper's chains deleted {int(paper_rows['deleted'].sum())} checks "

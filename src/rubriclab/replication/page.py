@@ -66,6 +66,26 @@ def load_claims(folder: Path | None = None) -> list[dict[str, Any]]:
     return claims
 
 
+class _Recorded(Mapping[str, Path]):
+    """A run's outputs that remember which of them a reader asked for: the outputs a claim's
+    value rests on (the `outputs` column; report.html links each headline to them)."""
+
+    def __init__(self, outputs: Outputs):
+        self.outputs = outputs
+        self.read: list[str] = []
+
+    def __getitem__(self, name: str) -> Path:
+        value = self.outputs[name]
+        self.read.append(str(value))
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.outputs)
+
+    def __len__(self) -> int:
+        return len(self.outputs)
+
+
 def _evidence(entry: Mapping[str, Any], outputs: Outputs,
               config: Mapping[str, Any]) -> Evidence:
     if entry["id"] not in READERS:
@@ -106,9 +126,10 @@ def replication_table(outputs: Outputs, config: Mapping[str, Any],
         if "missing" in entry:
             rows.append({**base, "run": "", "interval": "", "n": "", "models": "",
                          "as_measured": NOT_COMPUTED, "verdict": NOT_COMPUTED,
-                         "note": entry["missing"]})
+                         "note": entry["missing"], "outputs": ""})
             continue
-        evidence = _evidence(entry, outputs, config)
+        recorded = _Recorded(outputs)
+        evidence = _evidence(entry, recorded, config)
         measured = as_measured(entry, evidence)
         notes = [why_cannot_tell(entry, evidence)] if measured == CANNOT_TELL else []
         notes += [n for n in (_parts(evidence), evidence.note) if n and n not in notes]
@@ -122,6 +143,7 @@ def replication_table(outputs: Outputs, config: Mapping[str, Any],
             "models": ", ".join(dict.fromkeys(current_labels()(m) for m in models)),
             "as_measured": measured, "verdict": verdict(entry, evidence, config),
             "note": "; ".join(notes),
+            "outputs": " ".join(dict.fromkeys(recorded.read)),
         })
     return pd.DataFrame(rows)
 
