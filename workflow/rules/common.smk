@@ -24,7 +24,7 @@ from rubriclab.job_signals import pass_stop_signals_to_jobs
 from rubriclab.llm.progress import RUN_PLAN_VARIABLE, write_run_plan
 from rubriclab.llm.providers import provider_for
 from rubriclab.llm.settings import LLMConfig
-from rubriclab.sizing import model_job_size, small_job_size
+from rubriclab.sizing import group_within, model_job_size, small_job_size
 from rubriclab.slurm_status import check_slurm_status
 from rubriclab.files import model_slug, tree_fingerprint
 from rubriclab.reuse import reuse_base_run
@@ -276,6 +276,20 @@ def transfer_code_fingerprint():
 
 def verify_code_fingerprint():
     return tree_fingerprint(files("rubriclab") / "verify")
+
+
+def judge_group(wildcards):
+    """`judge`, the group of the small judge jobs (carry_fig2_judge, verify_judge_labels,
+    verify_reply_rubric: none needs another, so each is a component of its own), where the
+    profile's group-components of them fit cluster.max_runtime_min one after another; else no
+    group. Read when the DAG is built: the profile's group settings arrive after the Snakefile.
+    """
+    return group_within(
+        "judge",
+        model_resources(JUDGE, "judge")["runtime"],
+        workflow.group_settings.group_components.get("judge", 1),
+        config["cluster"]["max_runtime_min"],
+    )
 
 
 def model_resources(model, role):

@@ -1,22 +1,5 @@
 # Judge calls. Everything that changes an answer is a param, so swapping the judge in config
 # reruns exactly these jobs; settings that cannot change an answer (timeouts, retries) are not.
-from rubriclab.sizing import group_within
-
-
-def judge_group(wildcards):
-    """`judge`, the group of the small judge jobs (carry_fig2_judge, verify_judge_labels,
-    verify_reply_rubric: none needs another, so each is a component of its own), where the
-    profile's group-components of them fit cluster.max_runtime_min one after another; else no
-    group. Read when the DAG is built: the profile's group settings arrive after the Snakefile.
-    """
-    return group_within(
-        "judge",
-        model_resources(JUDGE, "judge")["runtime"],
-        workflow.group_settings.group_components.get("judge", 1),
-        config["cluster"]["max_runtime_min"],
-    )
-
-
 rule carry_fig2_judge:
     input:
         table="data/prepared/{dataset}.csv",

@@ -252,7 +252,8 @@ def rehearse_slurm(configfiles: list[Path], base: Path, cache_for: Any, *, cores
                    kill_after_answers: int | None = None,
                    overrides: tuple[str, ...] = FAST_CHECKS) -> dict[str, Any]:
     """The checks; `cache_for(name)`: a fresh cache per run. The head is killed after
-    `kill_after_answers` answers (default: a third of the one-machine run's)."""
+    `kill_after_answers` answers with an sbatch job running (default: the first answer, so
+    during the first model job: the later model jobs are the restarted head's to submit)."""
     base.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"profile": "slurm", "cache": cache_for("kind"),
                               "targets": list(targets), "runs": []}
@@ -261,7 +262,7 @@ def rehearse_slurm(configfiles: list[Path], base: Path, cache_for: Any, *, cores
     report["runs"].append(one)
     slurm = slurm_run(configfiles, base, cache_for("slurm"), cores=cores,
                       data_mirror=data_mirror, targets=targets,
-                      kill_after_answers=kill_after_answers or max(1, one["answers"] // 3),
+                      kill_after_answers=kill_after_answers or 1,
                       timeout_s=timeout_s, stall_s=stall_s, overrides=overrides)
     report["runs"].append(slurm)
     report["problems"] = problems(one, slurm)
