@@ -314,12 +314,14 @@ def shapley_rule(state: GateState, op: Operation, index: int) -> Decision:
 
 # --- gate S+P -------------------------------------------------------------------------------
 
-def shapley_and_provenance_rule(state: GateState, op: Operation, index: int) -> Decision:
-    """Gate S+P: accepted iff P and S both accept; a change P refuses is P's refusal."""
+def shapley_and_provenance_rule(state: GateState, op: Operation, index: int,
+                                s_rule: Rule = shapley_rule) -> Decision:
+    """Gate S+P: accepted iff P and S (`s_rule`: carry's, or a variant of it) both accept; a
+    change P refuses is P's refusal."""
     p = provenance_rule(state, op, index)
     if not p.accepted:
         return Decision(index, False, f"P: {p.reason}", reads_verdicts=False)
-    s = shapley_rule(state, op, index)
+    s = s_rule(state, op, index)
     reason = f"S: {s.reason}" if not s.accepted else f"S: {s.reason}; P: {p.reason}"
     return Decision(index, s.accepted, reason, evidence=s.evidence,
                     reads_verdicts=s.reads_verdicts)

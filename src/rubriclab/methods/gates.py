@@ -24,7 +24,7 @@ import pandas as pd
 
 from rubriclab.carry.attribution import shapley_attribution
 from rubriclab.carry.gates import (
-    GATES, GateEvidence, GateState, SequentialGate, get_gate, provenance_rule,
+    GATES, GateEvidence, GateState, SequentialGate, get_gate, shapley_and_provenance_rule,
 )
 from rubriclab.carry.revision import (
     Add, Decision, Delete, Edit, Keep, NoChecksLeft, Operation, Revision, Rubric, RubricCheck,
@@ -127,13 +127,7 @@ def _gate(name: str, tolerance: float) -> SequentialGate:
         return tolerant_shapley_rule(state, op, index, tolerance)
 
     def sp_rule(state: GateState, op: Operation, index: int) -> Decision:
-        p = provenance_rule(state, op, index)
-        if not p.accepted:
-            return Decision(index, False, f"P: {p.reason}", reads_verdicts=False)
-        s = s_rule(state, op, index)
-        reason = f"S: {s.reason}" if not s.accepted else f"S: {s.reason}; P: {p.reason}"
-        return Decision(index, s.accepted, reason, evidence=s.evidence,
-                        reads_verdicts=s.reads_verdicts)
+        return shapley_and_provenance_rule(state, op, index, s_rule=s_rule)
 
     return SequentialGate(name, s_rule if name == "S" else sp_rule)
 
