@@ -44,6 +44,8 @@ Gate S (Shapley). With the closed-form Shapley attribution of `rubriclab.carry.a
     P guards the label-derived coverage, carry Figure 6). A kept check with blame stays:
     the seed's rule speaks of deletions ("only deleting A would lose a catch and only
     deleting D would let a correct output pass", Table 1) and of what a change adds.
+    `rubriclab gate --tolerance` relaxes "> 0" to a share of the calibration items
+    (`shapley_rule`'s `tolerance`); the pipeline's gates run at 0.
 
 Gate S+P. A change is accepted iff both S and P accept it. P is asked first: a change P
     refuses (an edit or delete of a label-derived check) is P's refusal, with evidence (P
@@ -291,25 +293,46 @@ def provenance_rule(state: GateState, op: Operation, index: int) -> Decision:
 
 # --- gate S ---------------------------------------------------------------------------------
 
-def shapley_rule(state: GateState, op: Operation, index: int) -> Decision:
-    """Gate S: keep unique catches, refuse false-fail blame (see the module docstring)."""
+def shapley_rule(state: GateState, op: Operation, index: int,
+                 tolerance: float = 0.0) -> Decision:
+    """Gate S: keep unique catches, refuse false-fail blame (see the module docstring).
+
+    `tolerance` t (a share in [0, 1); carry's gates run at 0) reads "> 0" as "> t x the items
+    of the class the quantity counts": a deletion may lose up to t x the flawed calibration
+    items' unique catches, an edit or add carry up to t x the correct items' blame. Above 0 a
+    reason also states the share and the tolerance; at 0 the reasons are carry's own."""
     evidence = state.evidence
     if isinstance(op, Delete):
         if evidence is None or not evidence.has_flawed:
             return _no_evidence(index, op, "S", "flawed items")
         catches = shapley_attribution(state.matrix(), evidence.flawed)
         unique = int(catches.unique_catches[state.column(op.check_id)])
-        if unique > 0:
-            return Decision(index, False, f"{_where(op)}: it holds {unique} unique catch(es)")
-        return Decision(index, True, f"{_where(op)}: no unique catch")
+        n_flawed = int(evidence.flawed.sum())
+        within = _within(unique, n_flawed, "flawed", tolerance)
+        if unique > tolerance * n_flawed:
+            return Decision(index, False, f"{_where(op)}: it holds {unique} unique catch(es)"
+                                          f"{within}")
+        kept = f"{unique} unique catch(es){within}" if tolerance else "no unique catch"
+        return Decision(index, True, f"{_where(op)}: {kept}")
     if evidence is None or not evidence.has_correct:
         return _no_evidence(index, op, "S", "correct items")
+    n_correct = int((~evidence.flawed).sum())
     after = state.after(op, index)
     column = after.column(after.changed_id(op, index))
     blame = float(shapley_attribution(after.matrix(), evidence.flawed).blame[column])
-    if blame > 0:
-        return Decision(index, False, f"{_where(op)}: false-fail blame {blame:.3f}")
+    within = _within(blame, n_correct, "correct", tolerance)
+    if blame > tolerance * n_correct:
+        return Decision(index, False, f"{_where(op)}: false-fail blame {blame:.3f}{within}")
+    if tolerance:
+        return Decision(index, True, f"{_where(op)}: false-fail blame {blame:.3f}{within}")
     return Decision(index, True, f"{_where(op)}: no false-fail blame")
+
+
+def _within(amount: float, n: int, label: str, tolerance: float) -> str:
+    """", x% of n <label> items, tolerance y%" above tolerance 0; nothing at 0."""
+    if not tolerance:
+        return ""
+    return f", {100 * amount / n:.3g}% of {n} {label} items, tolerance {100 * tolerance:.3g}%"
 
 
 # --- gate S+P -------------------------------------------------------------------------------

@@ -10,24 +10,24 @@ or add whose text carries any false-fail blame: on a large calibration set nearl
 loses or adds something, and every change is refused. `tolerance` t (a share, default 0) lets
 S accept a deletion whose unique catches are at most t times the flawed calibration items, and
 an edit or add whose blame is at most t times the correct ones. At t = 0 the gates are carry's
-own, unchanged; above 0, S and S+P decide with `tolerant_shapley_rule` (P, R and none do not
-read the tolerance).
+own, unchanged; above 0, S and S+P decide with carry's `shapley_rule` given the tolerance (P, R
+and none do not read the tolerance).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from rubriclab.carry.attribution import shapley_attribution
 from rubriclab.carry.gates import (
-    GATES, GateEvidence, GateState, SequentialGate, get_gate, shapley_and_provenance_rule,
+    GATES, GateEvidence, SequentialGate, get_gate, shapley_and_provenance_rule, shapley_rule,
 )
 from rubriclab.carry.revision import (
-    Add, Decision, Delete, Edit, Keep, NoChecksLeft, Operation, Revision, Rubric, RubricCheck,
+    Add, Delete, Edit, Keep, NoChecksLeft, Operation, Revision, Rubric, RubricCheck,
     apply_revision,
 )
 from rubriclab.methods import tables
@@ -119,61 +119,13 @@ def gate(revision: pd.DataFrame, verdicts: pd.DataFrame, labels: pd.DataFrame, *
 
 
 def _gate(name: str, tolerance: float) -> SequentialGate:
-    """carry's gate `name`, or, above tolerance 0, S and S+P with the tolerant S rule."""
+    """carry's gate `name`, or, above tolerance 0, S and S+P with S's rule given the tolerance."""
     if tolerance == 0 or name not in ("S", "S+P"):
         return get_gate(name)
-
-    def s_rule(state: GateState, op: Operation, index: int) -> Decision:
-        return tolerant_shapley_rule(state, op, index, tolerance)
-
-    def sp_rule(state: GateState, op: Operation, index: int) -> Decision:
-        return shapley_and_provenance_rule(state, op, index, s_rule=s_rule)
-
-    return SequentialGate(name, s_rule if name == "S" else sp_rule)
-
-
-def tolerant_shapley_rule(state: GateState, op: Operation, index: int,
-                          tolerance: float) -> Decision:
-    """Gate S with a tolerance (see the module docstring): carry's rule
-    (rubriclab.carry.gates.shapley_rule) with "> 0" read as "> tolerance x the items of the
-    class the quantity counts"."""
-    evidence = state.evidence
-    where = "add" if isinstance(op, Add) else f"{_action(op)} of {op.check_id}"
-    if isinstance(op, Delete):
-        if evidence is None or not evidence.has_flawed:
-            return _no_evidence(index, where, "flawed items")
-        n_flawed = int(evidence.flawed.sum())
-        allowed = tolerance * n_flawed
-        catches = shapley_attribution(state.matrix(), evidence.flawed)
-        unique = int(catches.unique_catches[state.column(op.check_id)])
-        within = f"{_share(unique, n_flawed)} of {n_flawed} flawed items, tolerance " \
-                 f"{_share(allowed, n_flawed)}"
-        if unique > allowed:
-            return Decision(index, False, f"{where}: it holds {unique} unique catch(es), "
-                                          f"{within}")
-        return Decision(index, True, f"{where}: {unique} unique catch(es), {within}")
-    if evidence is None or not evidence.has_correct:
-        return _no_evidence(index, where, "correct items")
-    n_correct = int((~evidence.flawed).sum())
-    allowed = tolerance * n_correct
-    after = state.after(op, index)
-    column = after.column(after.changed_id(op, index))
-    blame = float(shapley_attribution(after.matrix(), evidence.flawed).blame[column])
-    within = f"{_share(blame, n_correct)} of {n_correct} correct items, tolerance " \
-             f"{_share(allowed, n_correct)}"
-    if blame > allowed:
-        return Decision(index, False, f"{where}: false-fail blame {blame:.3f}, {within}")
-    return Decision(index, True, f"{where}: false-fail blame {blame:.3f}, {within}")
-
-
-def _no_evidence(index: int, where: str, needs: str) -> Decision:
-    return Decision(index, False, f"{where}: Gate S has no calibration evidence ({needs}); "
-                                  "refused, the check stays as it was",
-                    evidence=False, reads_verdicts=False)
-
-
-def _share(amount: float, n: int) -> str:
-    return f"{100 * amount / n:.3g}%"
+    s_rule = partial(shapley_rule, tolerance=tolerance)
+    if name == "S":
+        return SequentialGate(name, s_rule)
+    return SequentialGate(name, partial(shapley_and_provenance_rule, s_rule=s_rule))
 
 
 def read_revision(revision: pd.DataFrame, name: str = "revision"
