@@ -438,5 +438,23 @@ def write_page(path: Path, table: pd.DataFrame, texts: Mapping[str, str],
                           encoding="utf-8")
 
 
+_PAGE_DATA = re.compile(r'<script type="application/json" id="data">(.*?)</script>', re.S)
+
+
+def read_page_table(page: str, columns: Sequence[str]) -> pd.DataFrame:
+    """The tidy table's `columns` (as strings, models by their display names) back from a page
+    page_html wrote. ValueError when the page holds no data or not those columns."""
+    match = _PAGE_DATA.search(page)
+    if match is None:
+        raise ValueError("holds no verdict data")
+    try:
+        stored = json.loads(match.group(1))["columns"]
+        return pd.DataFrame({c: [str(stored[c]["values"][i]) for i in stored[c]["codes"]]
+                             for c in columns}, dtype=str)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ValueError(f"its verdict data is not a tidy verdict table "
+                         f"({', '.join(TIDY_COLUMNS)}): {exc!r}") from None
+
+
 # The page: its markup, style and code (data goes in at @DATA@).
 _TEMPLATE = "resources/verdict_browser.html"

@@ -1,6 +1,8 @@
 """`rubriclab compare RUN_A RUN_B`: one page setting two runs' outputs side by side: every claim's
-value and verdict (figures/replication.csv) and every number of every table under figures/
-(each .csv), each difference marked, each output one run lacks named.
+value and verdict (figures/replication.csv), every number of every table under figures/
+(each .csv) and the judges' verdicts (compare_verdicts), each difference marked, each output one
+run lacks named. The page names each run by its folder as given, or by the folder's name where
+that is absolute or leaves the current folder: never a folder of the machine.
 
 A run is a run folder (`runs/<name>/`, or the working folder of an unnamed run): the folder
 holding `figures/`. Rows of two tables are matched by their text columns (the columns that are
@@ -18,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from .compare_verdicts import VerdictDiff, compare_runs_verdicts, html_section, markdown_section
+from .compare_verdicts import summary as verdict_summary
 
 REPLICATION = Path("figures/replication.csv")
 CLAIM_COLUMNS = ("run", "interval", "n", "as_measured", "verdict")
@@ -63,6 +68,15 @@ class Comparison:
     b: Path
     tables: list[TableDiff]
     missing: dict[str, list[str]]  # "A" / "B": outputs that run lacks
+    verdicts: VerdictDiff = field(default_factory=VerdictDiff)
+
+
+def shown_name(folder: Path) -> str:
+    """How the page names a run folder: as given when relative and inside the current folder,
+    else by its own name."""
+    if folder.is_absolute() or ".." in folder.parts:
+        return folder.resolve().name or str(folder)
+    return str(folder)
 
 
 def _blank(value: Any) -> bool:
@@ -140,7 +154,8 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
         else:
             tables.append(compare_tables(str(name), frame_a, frame_b))
     return Comparison(a, b, tables, {"A": sorted(str(n) for n in names_b - names_a),
-                                     "B": sorted(str(n) for n in names_a - names_b)})
+                                     "B": sorted(str(n) for n in names_a - names_b)},
+                      compare_runs_verdicts(a, b, (shown_name(a), shown_name(b))))
 
 
 def _show(value: Any) -> str:
@@ -153,13 +168,13 @@ def _show(value: Any) -> str:
 
 def _summary(comparison: Comparison) -> list[str]:
     changed = [t for t in comparison.tables if t.changes]
-    lines = [f"A: {comparison.a}", f"B: {comparison.b}",
+    lines = [f"A: {shown_name(comparison.a)}", f"B: {shown_name(comparison.b)}",
              f"{len(comparison.tables)} outputs in both runs, {len(changed)} with differences"
              + (f": {', '.join(t.name for t in changed)}" if changed else "") + "."]
     for side in ("A", "B"):
         if comparison.missing[side]:
             lines.append(f"Missing in run {side}: {', '.join(comparison.missing[side])}.")
-    return lines
+    return [*lines, verdict_summary(comparison.verdicts)]
 
 
 def to_markdown(comparison: Comparison) -> str:
@@ -181,7 +196,7 @@ def to_markdown(comparison: Comparison) -> str:
                                                else "")
             out.append("| " + " | ".join(cell(v) for v in [mark, *key, *shown]) + " |")
         out.append("")
-    return "\n".join(out)
+    return "\n".join([*out, *markdown_section(comparison.verdicts)])
 
 
 _STYLE = ("body{font:14px sans-serif;margin:1.5em}table{border-collapse:collapse;margin:.5em 0 "
@@ -216,17 +231,18 @@ def to_html(comparison: Comparison) -> str:
             out.append(f"<tr{' class=only' if side else ''}><td>{e(mark)}</td>"
                        + "".join(f"<td>{e(str(k))}</td>" for k in key) + "".join(tds) + "</tr>")
         out.append("</table>")
-    out.append("</body></html>")
+    out += [*html_section(comparison.verdicts), "</body></html>"]
     return "\n".join(out)
 
 
 def write_comparison(run_a: str | Path, run_b: str | Path, output: Path | None) -> str:
-    """The page for two runs, written to `output` (.html or .md) or returned as markdown."""
+    """The page for two runs, written to `output` (.html or .md) and its verdicts' summary
+    line returned, or returned as markdown."""
+    if output is not None and output.suffix not in (".html", ".md"):
+        raise ValueError(f"{output}: the page is .html or .md")
     comparison = compare_runs(run_a, run_b)
     if output is None:
         return to_markdown(comparison)
-    if output.suffix not in (".html", ".md"):
-        raise ValueError(f"{output}: the page is .html or .md")
     output.write_text(to_html(comparison) if output.suffix == ".html"
                       else to_markdown(comparison), encoding="utf-8")
-    return f"wrote {output}"
+    return f"wrote {output}\n{verdict_summary(comparison.verdicts)}"
