@@ -22,12 +22,13 @@ The peers' numbers below were produced in a throw-away venv, never installed her
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from rubriclab.cli import main
 from rubriclab.methods import InputError, agreement, read_table
-from rubriclab.methods.rater_agreement import agreement_counts
+from rubriclab.methods.rater_agreement import agreement_counts, clustered_counts
 from rubriclab.verify.calibration import Confusion
 
 from .conftest import EXAMPLES
@@ -122,3 +123,104 @@ def test_the_command(tmp_path, capsys):
     assert pd.read_csv(out)["kappa"].item() == pytest.approx(0.75)
     code = main(["agreement", str(TUTORIAL / "labeled.csv")])
     assert code == 2 and "column 'judge'" in capsys.readouterr().err
+
+
+def test_a_per_check_pooled_interval_takes_the_item_as_the_unit():
+    """Each item's checks are copies of one verdict (human and judge): the pooled row holds no
+    more information than one check, so its interval is as wide as one check's. Counting the
+    5 x 60 pairs as independent would make it sqrt(5) narrower."""
+    rng = np.random.default_rng(7)
+    human = rng.random(60) < 0.6
+    judge = np.where(rng.random(60) < 0.85, human, ~human)
+    rows = [(f"i{i}", f"c{c}", "pass" if human[i] else "fail", "pass" if judge[i] else "fail")
+            for i in range(60) for c in range(5)]
+    labeled = pd.DataFrame(rows, columns=["item_id", "check_id", "human", "judge"])
+    table = agreement(labeled).table.set_index("check_id")
+    one, pooled = table.loc["c0"], table.loc["all checks"]
+    for name in ("kappa", "ac1"):
+        assert pooled[name] == pytest.approx(one[name], rel=1e-12)
+        width = pooled[f"{name}_high"] - pooled[f"{name}_low"]
+        one_width = one[f"{name}_high"] - one[f"{name}_low"]
+        assert one[f"{name}_high"] < 1  # unclipped, so that the widths compare
+        assert width == pytest.approx(one_width, rel=0.02), name
+
+
+def test_the_pooled_interval_is_the_usual_one_where_no_item_has_two_checks():
+    """Checks on disjoint items: the cluster-robust variance reduces to Fleiss-Cohen-Everitt's
+    and Gwet's over the pooled cross-table (the same formulas the peers confirm above)."""
+    cells = {"a": (37, 1, 4, 8), "b": (27, 1, 3, 9)}
+    rows = []
+    for check, (tp, fn, fp, tn) in cells.items():
+        pairs = [("pass", "pass")] * tp + [("pass", "fail")] * fn + [("fail", "pass")] * fp \
+            + [("fail", "fail")] * tn
+        rows += [(f"{check}{i}", check, h, j) for i, (h, j) in enumerate(pairs)]
+    table = agreement(pd.DataFrame(rows, columns=["item_id", "check_id", "human", "judge"]))
+    pooled = table.table.set_index("check_id").loc["all checks"]
+    kappa, ac1 = agreement_counts(Confusion(64, 2, 7, 17))
+    assert (pooled["kappa_low"], pooled["kappa_high"]) == pytest.approx((kappa.low, kappa.high))
+    assert (pooled["ac1_low"], pooled["ac1_high"]) == pytest.approx((ac1.low, ac1.high))
+    assert "take the item as the unit" in table.markdown()
+
+
+def long_file(tmp_path, column="human"):
+    """A long-format judge log with a partly filled label column, and the same as two tables."""
+    rows, labels = [], []
+    for i in range(30):
+        for check in ("tone", "facts"):
+            verdict = "pass" if (i * 7 + len(check)) % 5 else "fail"
+            human = verdict if i % 4 else ("fail" if verdict == "pass" else "pass")
+            labelled = i % 3 != 0
+            rows.append((f"r{i}", check, verdict, human if labelled else ""))
+            if labelled:
+                labels.append((f"r{i}", check, human))
+    path = tmp_path / "log.csv"
+    pd.DataFrame(rows, columns=["item_id", "check_id", "verdict", column]).to_csv(path,
+                                                                                 index=False)
+    judged = pd.DataFrame([r[:3] for r in rows], columns=["item_id", "check_id", "verdict"])
+    labeled = pd.DataFrame(labels, columns=["item_id", "check_id", "human"])
+    return path, judged, labeled
+
+
+def test_one_long_file_with_a_partly_filled_label_column_equals_two(tmp_path):
+    path, judged, labeled = long_file(tmp_path)
+    one = agreement(read_table(path))
+    pd.testing.assert_frame_equal(one.table, agreement(labeled, judged).table)
+    assert list(one.table["check_id"]) == ["tone", "facts", "all checks"]
+    assert one.table["n"].tolist() == [20, 20, 40]
+    # the tutorial's one file (no check_id) gives the two files' row
+    two = agreement(read_table(TUTORIAL / "labeled.csv"), read_table(TUTORIAL / "judged.csv"))
+    pd.testing.assert_frame_equal(agreement(read_table(TUTORIAL / "one_file.csv")).table,
+                                  two.table)
+
+
+def test_the_one_file_command_its_label_column_and_its_errors(tmp_path, capsys):
+    path, _, _ = long_file(tmp_path, column="expert")
+    assert main(["agreement", str(path), "--label-column", "expert"]) == 0
+    assert "| all checks | 40 " in capsys.readouterr().out
+    assert main(["agreement", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"rubriclab agreement: {path}: column 'human': missing: one file holds the people's "
+        "verdicts in it (name another with --label-column), or give the labels as a second "
+        "file\n")
+    judged = str(TUTORIAL / "judged.csv")
+    assert main(["agreement", str(path), judged, "--label-column", "expert"]) == 2
+    assert capsys.readouterr().err == ("rubriclab agreement: --label-column: names the label "
+                                       "column of the one-file form: omit JUDGED\n")
+    with pytest.raises(InputError, match="'expert' names the label column of the one-file"):
+        agreement(read_table(TUTORIAL / "labeled.csv"), read_table(judged),
+                  label_column="expert")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("item_id,check_id,verdict,human\na,tone,pass,pass\na,tone,fail,\n")
+    with pytest.raises(InputError, match=r"row 2 \(line 3\) repeats item_id='a', "
+                                         "check_id='tone': one row per item and check"):
+        agreement(read_table(bad))
+
+
+@pytest.mark.parametrize("cells", list(PEERS))
+def test_the_cluster_robust_variance_with_one_unit_per_item_is_the_peers(cells):
+    tp, fn, fp, tn = cells
+    human = np.array([True] * (tp + fn) + [False] * (fp + tn))
+    judge = np.array([True] * tp + [False] * fn + [True] * fp + [False] * tn)
+    kappa, ac1 = clustered_counts(human, judge, np.arange(len(human)))
+    assert kappa.se == pytest.approx(math.sqrt(PEERS[cells][1]), rel=1e-9)
+    assert ac1.se == pytest.approx(PEERS[cells][3], abs=1e-7)

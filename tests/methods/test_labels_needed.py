@@ -135,3 +135,28 @@ def test_the_tables_and_the_command(tmp_path, capsys):
     code = main(["labels-needed", str(TUTORIAL / "judged.csv"), str(TUTORIAL / "labeled.csv"),
                  "--width", "150"])
     assert code == 2 and "target width" in capsys.readouterr().err
+
+
+def test_one_file_with_a_partly_filled_label_column_plans_as_two(tmp_path, capsys):
+    judged, labeled = read_table(TUTORIAL / "judged.csv"), read_table(TUTORIAL / "labeled.csv")
+    two = labels_needed(judged, labeled, 0.25, method=LR)
+    one = labels_needed(read_table(TUTORIAL / "one_file.csv"), target_width=0.25, method=LR)
+    pd.testing.assert_frame_equal(one.table, two.table)
+    assert (one.pilot, one.design, one.n_judged) == (two.pilot, "subset", 160)
+    renamed = tmp_path / "one.csv"
+    pd.read_csv(TUTORIAL / "one_file.csv", dtype=str, keep_default_na=False).rename(
+        columns={"human": "expert"}).to_csv(renamed, index=False)
+    assert main(["labels-needed", str(renamed), "--label-column", "expert", "--width", "25",
+                 "--method", LR]) == 0
+    assert two.message in capsys.readouterr().out
+    assert main(["labels-needed", str(renamed), "--width", "25"]) == 2
+    assert capsys.readouterr().err == (
+        f"rubriclab labels-needed: {renamed}: column 'human': missing: one file holds the "
+        "people's verdicts in it (name another with --label-column), or give the labels as a "
+        "second file\n")
+    assert main(["labels-needed", str(renamed), str(TUTORIAL / "labeled.csv"),
+                 "--label-column", "expert", "--width", "25"]) == 2
+    assert capsys.readouterr().err == ("rubriclab labels-needed: --label-column: names the "
+                                       "label column of the one-file form: omit LABELED\n")
+    with pytest.raises(ValueError, match="needs a target_width"):
+        labels_needed(read_table(TUTORIAL / "one_file.csv"))

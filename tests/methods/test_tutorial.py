@@ -45,6 +45,18 @@ def test_the_page_has_the_commands_the_tutorial_promises():
     assert len(names) >= 5
 
 
+def test_the_page_runs_the_one_file_form_of_every_command_that_takes_labels():
+    """correct, labels-needed and agreement each run once on one file with a label column."""
+    one_file = set()
+    for command, _ in commands():
+        argv = shlex.split(command)
+        files = [a for i, a in enumerate(argv[2:], 2)
+                 if not a.startswith("-") and not argv[i - 1].startswith("--")]
+        if files == ["examples/tutorial/one_file.csv"]:
+            one_file.add(argv[1])
+    assert one_file == {"correct", "labels-needed", "agreement"}
+
+
 @pytest.mark.parametrize("command, expected", commands(), ids=lambda v: v[:60])
 def test_each_command_prints_what_the_page_shows(command, expected, tmp_path, monkeypatch):
     shutil.copytree(REPO / "examples", tmp_path / "examples")

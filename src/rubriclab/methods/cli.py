@@ -86,12 +86,18 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     needed = commands.add_parser(
         "labels-needed", help="how many more labels of each class reach a target interval width",
-        description="From a pilot (the tables `correct` takes), the human-pass and human-fail "
+        description="From a pilot (the tables `correct` takes, or its one file), the "
+                    "human-pass and human-fail "
                     "labels to add so that the corrected rate's interval (correct's default) "
                     "reaches the target width, with the fewest labels in total. Computed at "
                     "the pilot's TPR and TNR: a plan, not a guarantee.")
     needed.add_argument("judged", help=f"the judge's verdict on every item: {INPUT_HELP}")
-    needed.add_argument("labeled", help=f"the pilot's labeled sample: {INPUT_HELP}")
+    needed.add_argument("labeled", nargs="?", default=None,
+                        help=f"the pilot's labeled sample: {INPUT_HELP}; omitted, JUDGED holds "
+                             "the labels too (see --label-column)")
+    needed.add_argument("--label-column", metavar="NAME", default=None,
+                        help="one-file form: the column of people's verdicts in JUDGED, "
+                             "empty for unlabelled items (default human)")
     needed.add_argument("--width", type=float, required=True, metavar="W",
                         help="target width of the interval, in percentage points (e.g. 20)")
     needed.add_argument("--max-labels", type=int, default=None, metavar="N",
@@ -107,9 +113,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "Cohen's kappa and Gwet's AC1 with intervals, per check and overall. "
                     "LABELED: item_id, human (pass/fail), optional check_id, optional judge. "
                     "JUDGED (when LABELED has no judge column): item_id, verdict, and "
-                    "check_id if LABELED has it.")
+                    "check_id if LABELED has it. One file instead of two: LABELED alone with "
+                    "a verdict on every row and its human column filled for the labelled "
+                    "rows only.")
     agree.add_argument("labeled", help=f"the labeled items: {INPUT_HELP}")
     agree.add_argument("judged", nargs="?", help=f"the judge's verdicts: {INPUT_HELP}")
+    agree.add_argument("--label-column", metavar="NAME", default=None,
+                       help="one-file form (LABELED with item_id, optional check_id, verdict on "
+                            "every row, JUDGED omitted): the column of people's verdicts, empty "
+                            "for unlabelled rows (default human)")
     _common(agree)
 
 
@@ -157,13 +169,15 @@ def run(args: argparse.Namespace) -> int:
             extra = {} if args.max_labels is None else {"max_labels": args.max_labels}
             if args.method is not None:
                 extra["method"] = args.method
-            result = methods.labels_needed(methods.read_table(args.judged),
-                                           methods.read_table(args.labeled), args.width / 100,
-                                           level=args.level, **extra)
+            result = methods.labels_needed(
+                methods.read_table(args.judged), _second(args, "labeled", "LABELED"),
+                args.width / 100, label_column=args.label_column or "human", level=args.level,
+                **extra)
             _write(args.out, result.table)
         elif args.group == "agreement":
             result = methods.agreement(methods.read_table(args.labeled),
-                                       methods.read_table(args.judged) if args.judged else None,
+                                       _second(args, "judged", "JUDGED"),
+                                       label_column=args.label_column or "human",
                                        level=args.level)
             _write(args.out, result.table)
         else:
@@ -188,6 +202,19 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(result.markdown())
     return 0
+
+
+def _second(args: argparse.Namespace, name: str, shown: str):
+    """The second table, read; None in the one-file form, which --label-column implies."""
+    from rubriclab import methods
+
+    path = getattr(args, name)
+    if path is None:
+        return None
+    if args.label_column is not None:
+        raise methods.InputError("--label-column", None, "names the label column of the "
+                                 f"one-file form: omit {shown}")
+    return methods.read_table(path)
 
 
 def _write(path: Path | None, frame) -> None:

@@ -105,19 +105,26 @@ class LabelsNeededResult:
         return "\n".join([*pipe_table(header, rows), "", *notes])
 
 
-def labels_needed(judged: pd.DataFrame, labeled: pd.DataFrame, target_width: float, *,
+def labels_needed(judged: pd.DataFrame, labeled: pd.DataFrame | None = None,
+                  target_width: float | None = None, *, label_column: str = "human",
                   level: float = 0.95, method: str | None = None,
                   max_labels: int = MAX_LABELS) -> LabelsNeededResult:
     """The labels of each class that bring the corrected rate's interval to `target_width`.
 
-    judged, labeled: the pilot, as `correct` reads them (the same columns and designs).
-    target_width: the interval's width as a fraction (0.1 = ten percentage points).
+    judged, labeled: the pilot, as `correct` reads them (the same columns and designs); with
+        `labeled` None, the one-file form: `judged` holds the people's verdicts too, in
+        `label_column`, filled for the labelled items only (`correct`, tables.one_file).
+    target_width: the interval's width as a fraction (0.1 = ten percentage points); required.
     method: the interval (`correct`'s methods); None: `correct`'s default.
     max_labels: the most labels of either class a plan may add.
     Raises `InputError` for a malformed table, ValueError for a bad target.
     """
+    if target_width is None:
+        raise ValueError("labels_needed needs a target_width: the interval's width as a "
+                         "fraction in (0, 1)")
     options: dict[str, Any] = {} if method is None else {"method": method}
-    pilot = correct(judged, labeled, level=level, check_replicates=0, **options)
+    pilot = correct(judged, labeled, label_column=label_column, level=level,
+                    check_replicates=0, **options)
     rg = pilot.rogan_gladen
     return labels_needed_counts(rg.k_judged_pass, rg.n_judged, rg.confusion,
                                 labelled_in_judged=pilot.design == "subset",

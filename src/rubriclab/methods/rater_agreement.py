@@ -17,8 +17,15 @@ chance-corrected agreement coefficients, per check and over all checks:
   finite-population correction (the formula of the irrCAC package, which uses a t quantile
   instead of the normal one).
 
-Both intervals are clipped to [-1, 1]. The pooled row ("all checks") counts every (item,
-check) pair as one unit: where one item's checks go together its interval is too narrow.
+Both intervals are clipped to [-1, 1]. Both variances are the delta method's: the mean
+square of each unit's influence value over n (`_influences`). The pooled row ("all checks")
+holds every (item, check) pair, but an item's checks are judged together and go together, so
+its kappa and AC1 intervals take the item as the unit: the cluster-robust (sandwich) variance,
+the influence values summed within each item before they are squared (Cameron and Miller
+2015, "A Practitioner's Guide to Cluster-Robust Inference", J. Human Resources 50:317-372;
+Binder 1983, Int. Statistical Review 51:279-292, for such estimators of complex samples).
+With one check per item it is the variance above; with every check of an item a copy of one
+verdict it is one check's. The pooled TPR and TNR keep Wilson's intervals over the pairs.
 """
 
 from __future__ import annotations
@@ -80,14 +87,15 @@ class AgreementResult:
         notes += [f"{r.check_id}: {r.note}." for r in self.table.itertuples(index=False)
                   if r.note]
         if ALL_CHECKS in set(self.table["check_id"]):
-            notes.append(f"'{ALL_CHECKS}' pools every (item, check) pair as one unit: where an "
-                         "item's checks go together, its intervals are too narrow.")
+            notes.append(f"'{ALL_CHECKS}' pools every (item, check) pair; its kappa and AC1 "
+                         "intervals take the item as the unit (cluster-robust variance), as an "
+                         "item's checks go together; its TPR and TNR intervals count pairs.")
         return "\n".join([*pipe_table(["check", "items", "agreement", "TPR", "TNR", "kappa",
                                        "AC1"], rows), "", *notes])
 
 
 def agreement(labeled: pd.DataFrame, judged: pd.DataFrame | None = None, *,
-              level: float = 0.95) -> AgreementResult:
+              label_column: str = "human", level: float = 0.95) -> AgreementResult:
     """Cohen's kappa and Gwet's AC1 between the judge and people, per check and overall.
 
     labeled: ``item_id``, ``human`` (pass or fail; correct / flawed read as pass / fail), an
@@ -96,10 +104,22 @@ def agreement(labeled: pd.DataFrame, judged: pd.DataFrame | None = None, *,
         from `judged`.
     judged: ``item_id``, ``verdict`` and ``check_id`` if `labeled` has one: the judge's
         verdicts (items without a label are not read).
+    One file instead of two, as for `correct`: with `judged` None and no ``judge`` column,
+    `labeled` is the judge's long-format log, ``item_id``, optional ``check_id``, ``verdict``
+    on every row, and people's verdicts in `label_column`, filled for the labelled rows only
+    (tables.one_file; rows without a label are not read).
     Raises `InputError` naming the column at fault.
     """
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if (judged is None and isinstance(labeled, pd.DataFrame) and "judge" not in labeled.columns
+            and "verdict" in labeled.columns):
+        keys = ["item_id", "check_id"] if "check_id" in labeled.columns else ["item_id"]
+        judged, labeled = tables.one_file(labeled, label_column, table="labeled", keys=keys)
+    elif label_column != "human":
+        raise InputError("label_column", None, f"{label_column!r} names the label column of the "
+                         "one-file form: one table with a verdict column, no judge column and "
+                         "no second table")
     source = tables.require_columns(labeled, ["item_id", "human"], "labeled")
     per_check = "check_id" in labeled.columns
     keys = pd.DataFrame({"item_id": tables.ids(labeled, "item_id", source)})
@@ -111,7 +131,8 @@ def agreement(labeled: pd.DataFrame, judged: pd.DataFrame | None = None, *,
         judge = tables.verdicts(labeled, "judge", source).to_numpy(dtype=bool)
     elif judged is None:
         raise InputError(source.name, "judge", "missing, and no table of the judge's verdicts "
-                                               "was given to read them from")
+                                               "was given to read them from (nor is there a "
+                                               "verdict column, the one-file form)")
     else:
         judge = _judge_verdicts(keys, source, judged)
     groups: list[tuple[str, np.ndarray]] = []
@@ -121,7 +142,10 @@ def agreement(labeled: pd.DataFrame, judged: pd.DataFrame | None = None, *,
         groups.append((ALL_CHECKS, np.ones(len(keys), dtype=bool)))
     else:
         groups.append((ALL_ITEMS, np.ones(len(keys), dtype=bool)))
-    rows = [_row(name, human[mask], judge[mask], level) for name, mask in groups]
+    items = keys["item_id"].to_numpy()
+    rows = [_row(name, human[mask], judge[mask], level,
+                 clusters=items[mask] if name == ALL_CHECKS else None)
+            for name, mask in groups]
     table = pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
     return AgreementResult(table, level)
 
@@ -136,6 +160,52 @@ def agreement_counts(confusion: Confusion, *, level: float = 0.95
     # rows: human pass, human fail; columns: judge pass, judge fail
     p = np.array([[confusion.tp, confusion.fn], [confusion.fp, confusion.tn]], float) / n
     return _kappa(p, n, z), _ac1(p, n, z)
+
+
+def clustered_counts(human: np.ndarray, judge: np.ndarray, clusters: np.ndarray, *,
+                     level: float = 0.95) -> tuple[Coefficient, Coefficient]:
+    """(Cohen's kappa, Gwet's AC1) of paired verdicts (True = pass), their variances
+    cluster-robust: units of one cluster (an item's checks) may go together."""
+    human, judge = np.asarray(human, dtype=bool), np.asarray(judge, dtype=bool)
+    confusion = Confusion(tp=int((human & judge).sum()), fn=int((human & ~judge).sum()),
+                          fp=int((~human & judge).sum()), tn=int((~human & ~judge).sum()))
+    kappa, ac1 = agreement_counts(confusion, level=level)
+    z = float(norm.ppf(0.5 + level / 2))
+    _, groups = np.unique(np.asarray(clusters).astype(str), return_inverse=True)
+    n = len(human)
+    out = []
+    for coefficient, values in zip((kappa, ac1), _influences(human, judge, kappa, ac1)):
+        if math.isnan(coefficient.estimate):
+            out.append(coefficient)
+            continue
+        sums = np.bincount(groups, weights=values)
+        out.append(_interval(coefficient.estimate, float(sums @ sums) / n ** 2, z))
+    return out[0], out[1]
+
+
+def _influences(human: np.ndarray, judge: np.ndarray, kappa: Coefficient, ac1: Coefficient
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's influence value on kappa and on AC1 (delta method); the mean of their
+    squares over n is the variance of `_kappa` and of `_ac1` (units independent)."""
+    h, j = np.where(human, 0, 1), np.where(judge, 0, 1)  # 0 pass, 1 fail, as the table's rows
+    n = len(h)
+    p = np.zeros((2, 2))
+    np.add.at(p, (h, j), 1.0 / n)
+    shares_h, shares_j = p.sum(axis=1), p.sum(axis=0)
+    agree = (h == j).astype(float)
+    p_o = float(np.trace(p))
+    p_e = float(shares_h @ shares_j)
+    values = []
+    if not math.isnan(kappa.estimate):  # p_e here is kappa's chance term
+        chance = shares_j[h] + shares_h[j] - 2 * p_e
+        values.append(((agree - p_o) - (1 - kappa.estimate) * chance) / (1 - p_e))
+    else:
+        values.append(np.full(n, math.nan))
+    pi = (shares_h + shares_j) / 2
+    p_e1 = float(np.sum(pi * (1 - pi)))
+    term = agree - 2 * (1 - ac1.estimate) * (1 - (pi[h] + pi[j]) / 2)
+    values.append((term - (p_o - 2 * (1 - ac1.estimate) * p_e1)) / (1 - p_e1))
+    return values[0], values[1]
 
 
 def _kappa(p: np.ndarray, n: int, z: float) -> Coefficient:
@@ -172,10 +242,12 @@ def _interval(estimate: float, variance: float, z: float) -> Coefficient:
     return Coefficient(estimate, se, max(-1.0, estimate - z * se), min(1.0, estimate + z * se))
 
 
-def _row(name: str, human: np.ndarray, judge: np.ndarray, level: float) -> list:
+def _row(name: str, human: np.ndarray, judge: np.ndarray, level: float,
+         clusters: np.ndarray | None = None) -> list:
     confusion = Confusion(tp=int((human & judge).sum()), fn=int((human & ~judge).sum()),
                           fp=int((~human & judge).sum()), tn=int((~human & ~judge).sum()))
-    kappa, ac1 = agreement_counts(confusion, level=level)
+    kappa, ac1 = agreement_counts(confusion, level=level) if clusters is None \
+        else clustered_counts(human, judge, clusters, level=level)
     notes = [kappa.reason] if kappa.reason else []
     for word, count in (("pass", confusion.n_pos), ("fail", confusion.n_neg)):
         if count == 0:

@@ -11,8 +11,8 @@ and 0.0, or that text), true / false (booleans or text) and yes / no, case and s
 spaces ignored; parquet's categorical and boolean columns and JSON's booleans read the same. A
 label is "correct" or "flawed", or one of those pairs with pass meaning correct. An error
 shows a value as the file holds it ('maybe', 2, 0.5). Ids are read as text, so "007" stays
-"007". `one_file` splits the one-file form of `correct` (every item's verdict and, for the
-labelled ones, a person's) into the two tables `correct` takes.
+"007". `one_file` splits the one-file form of `correct`, `labels-needed` and `agreement`
+(every item's verdict and, for the labelled ones, a person's) into the two tables they take.
 """
 
 from __future__ import annotations
@@ -199,24 +199,28 @@ def unique_rows(keys: pd.DataFrame, source: Source, column: str, what: str) -> N
                                               f"one row per {what}")
 
 
-def one_file(frame: pd.DataFrame, label_column: str = "human", *, table: str = "judged"
-             ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The one-file form of `correct` as its two tables (judged, labeled).
+def one_file(frame: pd.DataFrame, label_column: str = "human", *, table: str = "judged",
+             keys: Sequence[str] = ("item_id",)) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The one-file form of `correct`, `labels-needed` and `agreement` as the two tables
+    (judged, labeled) they take.
 
-    `frame` has ``item_id``, ``verdict`` (the judge's, on every item) and `label_column` (a
-    person's verdict, filled for the labelled items only; empty, null or absent elsewhere),
-    as truescore takes them. Every row-level check is made here, so that errors name the
-    file's own rows: an id missing or repeated, a verdict or label that is not one, a label on
-    an item without a verdict. The labeled table has the person's verdict as ``human``.
+    `frame` has the `keys` (``item_id``, and ``check_id`` for `agreement` per check),
+    ``verdict`` (the judge's, on every row) and `label_column` (a person's verdict, filled for
+    the labelled rows only; empty, null or absent elsewhere), as truescore takes them. Every
+    row-level check is made here, so that errors name the file's own rows: an id missing or
+    repeated, a verdict or label that is not one, a label on a row without a verdict. The
+    labeled table has the person's verdict as ``human``; both tables have the `keys`.
     """
-    source = require_columns(frame, ["item_id", "verdict"], table)
+    keys = list(keys)
+    source = require_columns(frame, [*keys, "verdict"], table)
     if label_column not in frame.columns:
         raise InputError(source.name, label_column, "missing: one file holds the people's "
                                                     "verdicts in it (name another with "
                                                     "--label-column), or give the labels as a "
                                                     "second file")
-    item_ids = ids(frame, "item_id", source)
-    unique_rows(pd.DataFrame({"item_id": item_ids}), source, "item_id", "item")
+    key_ids = pd.DataFrame({key: ids(frame, key, source) for key in keys})
+    item_ids = key_ids["item_id"]
+    unique_rows(key_ids, source, "item_id", "item and check" if len(keys) > 1 else "item")
     labelled = ~frame[label_column].map(_blank).to_numpy(dtype=bool)
     no_verdict = frame["verdict"].map(_blank).to_numpy(dtype=bool)
     both = labelled & no_verdict
@@ -233,10 +237,9 @@ def one_file(frame: pd.DataFrame, label_column: str = "human", *, table: str = "
     rows = tuple(int(p) for p in labelled.nonzero()[0])
     human = human_verdicts(frame.loc[labelled], label_column,
                            Source(source.name, source.header_lines, rows))
-    judged = pd.DataFrame({"item_id": item_ids,
-                           "verdict": passed.map({True: "pass", False: "fail"})})
-    labeled = pd.DataFrame({"item_id": item_ids[labelled].to_numpy(),
-                            "human": human.map({True: "pass", False: "fail"}).to_numpy()})
+    judged = key_ids.assign(verdict=passed.map({True: "pass", False: "fail"}))
+    labeled = key_ids[labelled].reset_index(drop=True).assign(
+        human=human.map({True: "pass", False: "fail"}).to_numpy())
     _remember(judged, source)
     # only errors without a row reach the labeled table (both classes needed)
     _remember(labeled, Source(f"{source.name} (its {label_column} column)"))
