@@ -29,7 +29,7 @@ import pytest
 from rubriclab.cli import main
 from rubriclab.methods import InputError, agreement, read_table
 from rubriclab.methods.rater_agreement import agreement_counts, clustered_counts
-from rubriclab.verify.calibration import Confusion
+from rubriclab.verify.calibration import Confusion, wilson_interval
 
 from .conftest import EXAMPLES
 
@@ -143,6 +143,10 @@ def test_a_per_check_pooled_interval_takes_the_item_as_the_unit():
         one_width = one[f"{name}_high"] - one[f"{name}_low"]
         assert one[f"{name}_high"] < 1  # unclipped, so that the widths compare
         assert width == pytest.approx(one_width, rel=0.02), name
+    for rate in ("tpr", "tnr"):  # Wilson at the effective size: one check's 60 items
+        assert 0 < one[f"{rate}_low"] and one[f"{rate}_high"] < 1
+        assert (pooled[f"{rate}_low"], pooled[f"{rate}_high"]) == pytest.approx(
+            (one[f"{rate}_low"], one[f"{rate}_high"]), rel=1e-9), rate
 
 
 def test_the_pooled_interval_is_the_usual_one_where_no_item_has_two_checks():
@@ -159,6 +163,8 @@ def test_the_pooled_interval_is_the_usual_one_where_no_item_has_two_checks():
     kappa, ac1 = agreement_counts(Confusion(64, 2, 7, 17))
     assert (pooled["kappa_low"], pooled["kappa_high"]) == pytest.approx((kappa.low, kappa.high))
     assert (pooled["ac1_low"], pooled["ac1_high"]) == pytest.approx((ac1.low, ac1.high))
+    assert (pooled["tpr_low"], pooled["tpr_high"]) == pytest.approx(wilson_interval(64, 66))
+    assert (pooled["tnr_low"], pooled["tnr_high"]) == pytest.approx(wilson_interval(17, 24))
     assert "take the item as the unit" in table.markdown()
 
 

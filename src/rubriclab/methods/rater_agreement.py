@@ -25,7 +25,8 @@ the influence values summed within each item before they are squared (Cameron an
 2015, "A Practitioner's Guide to Cluster-Robust Inference", J. Human Resources 50:317-372;
 Binder 1983, Int. Statistical Review 51:279-292, for such estimators of complex samples).
 With one check per item it is the variance above; with every check of an item a copy of one
-verdict it is one check's. The pooled TPR and TNR keep Wilson's intervals over the pairs.
+verdict it is one check's. The pooled TPR and TNR take Wilson's interval at the effective
+number of pairs (Korn and Graubard's design effect, `_rate_interval`).
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ class AgreementResult:
         if ALL_CHECKS in set(self.table["check_id"]):
             notes.append(f"'{ALL_CHECKS}' pools every (item, check) pair; its kappa and AC1 "
                          "intervals take the item as the unit (cluster-robust variance), as an "
-                         "item's checks go together; its TPR and TNR intervals count pairs.")
+                         "item's checks go together, and its TPR and TNR intervals the "
+                         "effective number of pairs.")
         return "\n".join([*pipe_table(["check", "items", "agreement", "TPR", "TNR", "kappa",
                                        "AC1"], rows), "", *notes])
 
@@ -255,10 +257,41 @@ def _row(name: str, human: np.ndarray, judge: np.ndarray, level: float,
             notes.append(f"no human {word}, so no {rate}")
     return [name, confusion.n, confusion.tp, confusion.fn, confusion.fp, confusion.tn,
             confusion.agreement,
-            confusion.tpr, *wilson_interval(confusion.tp, confusion.n_pos, level),
-            confusion.tnr, *wilson_interval(confusion.tn, confusion.n_neg, level),
+            confusion.tpr, *_rate_interval(judge, human, clusters, level),
+            confusion.tnr, *_rate_interval(~judge, ~human, clusters, level),
             kappa.estimate, kappa.low, kappa.high, ac1.estimate, ac1.low, ac1.high,
             "; ".join(notes)]
+
+
+def _rate_interval(hits: np.ndarray, among: np.ndarray, clusters: np.ndarray | None,
+                   level: float) -> tuple[float, float]:
+    """Wilson's interval of the share of `hits` among the `among` units; with `clusters`, at
+    Korn and Graubard's effective size n / deff (1998, "Confidence intervals for proportions
+    with small expected number of positive counts estimated from survey data", Survey
+    Methodology 24:193-201): deff, at least 1, is the cluster-robust variance of the share (a
+    ratio of sums over clusters) over the binomial one; where the share is 0 or 1 and so
+    carries no variance to compare, each cluster counts once."""
+    k, n = int((hits & among).sum()), int(among.sum())
+    if clusters is None or n == 0:
+        return wilson_interval(k, n, level)
+    _, groups = np.unique(np.asarray(clusters)[among].astype(str), return_inverse=True)
+    rate = k / n
+    if rate in (0.0, 1.0):
+        n_eff = float(groups.max() + 1)
+    else:
+        residuals = np.bincount(groups, weights=hits[among] - rate)
+        deff = max(1.0, float(residuals @ residuals) / n ** 2 / (rate * (1 - rate) / n))
+        n_eff = n / deff
+    return _wilson(rate, n_eff, level)
+
+
+def _wilson(rate: float, n: float, level: float) -> tuple[float, float]:
+    """Wilson's score interval at a real-valued size (scipy's binomtest takes counts only)."""
+    z = float(norm.ppf(0.5 + level / 2))
+    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n))
+    low = 0.0 if rate == 0 else max(0.0, centre - half)
+    return low, 1.0 if rate == 1 else min(1.0, centre + half)
 
 
 def _judge_verdicts(keys: pd.DataFrame, source: tables.Source, judged: pd.DataFrame
