@@ -110,6 +110,9 @@ def test_one_file_with_a_partly_filled_label_column_equals_two(name, tmp_path):
     one = correct(read_table(path), check_replicates=0)
     pd.testing.assert_frame_equal(one.table, two.table)
     assert one.design == "subset"
+    with pytest.raises(InputError, match="'expert' names the label column of the one-file form"):
+        correct(read_table(EXAMPLES / "tutorial" / "judged.csv"),
+                read_table(EXAMPLES / "tutorial" / "labeled.csv"), label_column="expert")
 
 
 def test_the_command_takes_one_file_and_a_named_label_column(tmp_path, capsys):

@@ -95,6 +95,9 @@ def correct(judged: pd.DataFrame, labeled: pd.DataFrame | None = None, *,
     """
     if labeled is None:
         judged, labeled = tables.one_file(judged, label_column)
+    elif label_column != "human":
+        raise InputError("label_column", None, f"{label_column!r} names the label column of the "
+                         "one-file form: give no labeled table with it")
     judged_source = tables.require_columns(judged, ["item_id", "verdict"], "judged")
     judged_ids = tables.ids(judged, "item_id", judged_source)
     judged_pass = tables.verdicts(judged, "verdict", judged_source)
