@@ -62,13 +62,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "(pass/fail). LABELED: item_id, human (pass/fail), optional judge. "
                     "One file instead of two: JUDGED alone, its human column filled for the "
                     "labelled items only.")
-    correct.add_argument("judged", help=f"the judge's verdict on every item: {INPUT_HELP}")
-    correct.add_argument("labeled", nargs="?", default=None,
-                         help=f"the labeled sample: {INPUT_HELP}; omitted, JUDGED holds the "
-                              "labels too (see --label-column)")
-    correct.add_argument("--label-column", metavar="NAME", default=None,
-                         help="one-file form: the column of people's verdicts in JUDGED, "
-                              "empty for unlabelled items (default human)")
+    _judged_and_labels(correct, "the labeled sample")
     _log_format(correct, "JUDGED")
     correct.add_argument("--check", metavar="NAME", default=None,
                          help="with --format: the check (scorer, assertion, metric) of the "
@@ -91,13 +85,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "labels to add so that the corrected rate's interval (correct's default) "
                     "reaches the target width, with the fewest labels in total. Computed at "
                     "the pilot's TPR and TNR: a plan, not a guarantee.")
-    needed.add_argument("judged", help=f"the judge's verdict on every item: {INPUT_HELP}")
-    needed.add_argument("labeled", nargs="?", default=None,
-                        help=f"the pilot's labeled sample: {INPUT_HELP}; omitted, JUDGED holds "
-                             "the labels too (see --label-column)")
-    needed.add_argument("--label-column", metavar="NAME", default=None,
-                        help="one-file form: the column of people's verdicts in JUDGED, "
-                             "empty for unlabelled items (default human)")
+    _judged_and_labels(needed, "the pilot's labeled sample")
     needed.add_argument("--width", type=float, required=True, metavar="W",
                         help="target width of the interval, in percentage points (e.g. 20)")
     needed.add_argument("--max-labels", type=int, default=None, metavar="N",
@@ -202,6 +190,17 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(result.markdown())
     return 0
+
+
+def _judged_and_labels(parser: argparse.ArgumentParser, labeled: str) -> None:
+    """JUDGED, then LABELED or, omitted, the one-file form's --label-column."""
+    parser.add_argument("judged", help=f"the judge's verdict on every item: {INPUT_HELP}")
+    parser.add_argument("labeled", nargs="?", default=None,
+                        help=f"{labeled}: {INPUT_HELP}; omitted, JUDGED holds the labels too "
+                             "(see --label-column)")
+    parser.add_argument("--label-column", metavar="NAME", default=None,
+                        help="one-file form: the column of people's verdicts in JUDGED, "
+                             "empty for unlabelled items (default human)")
 
 
 def _second(args: argparse.Namespace, name: str, shown: str):
