@@ -94,7 +94,17 @@ class Chromium:
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait(timeout=20)
-        self._profile.cleanup()
+        # chromium's helper processes may still write the profile a moment after it exits
+        # ("Directory not empty: 'Default'"): try again until a deadline
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            try:
+                self._profile.cleanup()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def _port(self, active_port: Path) -> int:
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -12,6 +12,7 @@ config's `labels:` map gives one per model string; every other model gets its de
 - a local GGUF given by path shows its file name ("local//m/qwen.gguf" -> "local/qwen.gguf").
 
 Transfer's responders ("model|k", sample k of a model) read "<label> #k" for k > 0.
+`in_text` names the models of a sentence (a note, a job's name) by their labels.
 Two models that would read the same in one run are an error (`check_distinct`), raised before
 the first job, naming both.
 """
@@ -19,6 +20,7 @@ the first job, naming both.
 from __future__ import annotations
 
 import functools
+import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Iterable, Mapping
@@ -81,6 +83,27 @@ class ModelLabels:
     def mapping(self, models: Iterable[str]) -> dict[str, str]:
         """{model: label} for the given models (in their order, repeats once)."""
         return {model: self(model) for model in dict.fromkeys(str(m) for m in models)}
+
+    def in_text(self, text: str, models: Iterable[str]) -> str:
+        """`text` with each of `models` it names (a model string, or a responder "model|k")
+        replaced by its label. A label already in the text stays: labels are matched too,
+        longest first, so "fake/hash" inside "fake/hash (delay_s=0)" is not replaced again;
+        a model string followed by more of one ("fake/hash" in "fake/hash?salt=b") is not
+        replaced; one after a slash is ("carry_judge[recon/fake/hash]")."""
+        models = [str(m) for m in models if str(m).strip()]
+        if not text or not models:
+            return text
+        names = {self(m): False for m in models}
+        names.update({m: True for m in models})  # a model string wins over a like label
+        pattern = re.compile(
+            r"(?<![\w.\-])("
+            + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+            + r")(\|\d+)?(?![\w/?=&.\-]*[\w/?=&\-])")
+
+        def name(match: re.Match) -> str:
+            found, sample = match.group(1), match.group(2) or ""
+            return self(found + sample) if names[found] else found + sample
+        return pattern.sub(name, text)
 
     def check_distinct(self, models: Iterable[str]) -> None:
         """Raise ValueError when two of the models would be shown under one label."""

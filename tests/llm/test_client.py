@@ -89,8 +89,8 @@ def test_cost_report_counts_hits_calls_and_tokens_per_rule_and_model(tmp_path):
     assert summary.loc[("judge[b]", "fake/hash"), "prompt_tokens"] == 0  # hits spend nothing
     assert summary.loc[("judge[b]", "fake/yes"), "uncached_calls"] == 1
     markdown = cost_report_markdown(summary.reset_index())
-    assert "| judge[a] | `fake/hash` | 4 | 0 | 4 |" in markdown
-    assert "| **total** | | 7 | 2 | 5 |" in markdown
+    assert "| judge[a] | fake/hash | `fake/hash` | 4 | 0 | 4 |" in markdown
+    assert "| **total** | | | 7 | 2 | 5 |" in markdown
 
 
 def test_progress_reports_done_total_hits_rate_and_time_left(tmp_path, caplog):

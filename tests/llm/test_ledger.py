@@ -91,7 +91,7 @@ def test_cached_answers_of_unknown_price_are_unknown_in_the_cost_of_cached(tmp_p
             client.run([ask("q", "openai/stub-model")])
     _, markdown = report([tmp_path / "b.jsonl"])
     row = next(line for line in markdown.splitlines() if line.startswith("| r2 |"))
-    assert row.split("|")[12].strip() == "unknown (1 calls)"
+    assert row.split("|")[13].strip() == "unknown (1 calls)"  # cost of cached
 
 
 def test_fake_answers_are_not_cached_unless_asked_and_the_ledger_counts_each_asking(tmp_path):

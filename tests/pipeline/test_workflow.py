@@ -177,7 +177,7 @@ def test_the_plan_counts_the_runs_requests_and_what_the_cache_already_answers(fi
     assert (exact["planned_requests"] == exact["made_requests"]).all()
     assert {"carry_judge", "transfer_judge"} <= set(before.loc[before["basis"] == "estimated",
                                                                "rule"])
-    assert "| carry_fig2_judge | `fake/hash` | exact |" in markdown
+    assert "| carry_fig2_judge | fake/hash | `fake/hash` | exact |" in markdown
 
 
 def test_manifest_counts_the_prepared_split_and_what_was_left_out(finished_run):
@@ -212,7 +212,7 @@ def test_rerun_after_deleting_outputs_makes_no_model_call(own_copy_of_the_run):
     assert {r["rule"] for r in asked_again} <= {"verify_agent_trials"}
     report = (workdir / "figures/cost_report.md").read_text()
     total, again = len(second), len(asked_again)
-    assert f"| **total** | | {total} | {total - again} | {again} | {again} |" in report
+    assert f"| **total** | | | {total} | {total - again} | {again} | {again} |" in report
 
 
 def test_swapping_the_judge_reruns_the_judge_and_everything_after_it(finished_run):
@@ -364,6 +364,112 @@ def test_report_by_a_later_command_with_another_judge_keeps_the_judge_of_the_run
     assert "judged by <tt class=\\\"docutils literal\\\">fake/hash</tt>" in html
     assert "judged by <tt class=\\\"docutils literal\\\">fake/yes</tt>" not in html
     assert provenance["config_digest"][:19] in html
+
+
+def test_report_opens_on_the_replication_headlines_linking_outputs_and_verdicts(finished_run):
+    """report.html's first page is workflow/report/workflow.rst's "Replication at a glance"
+    (rubriclab.report_items.replication_landing): in headless chromium, clicking as a reader
+    does, each tested claim's headline with its verdict is what the page opens on, its links
+    open its outputs and the verdict browser in the report, and the replication table's view
+    icon shows the table."""
+    from urllib.parse import unquote
+
+    from ..headless_chromium import OUTPUT, Chromium, chromium_or_skip
+    from ..report_browser import click, frame_text, result_panel_shows, view_icon, wait_for
+
+    workdir, config = finished_run
+    binary = chromium_or_skip()
+    page = workdir / "report_landing.html"
+    run(workdir, config, "--report", str(page))
+    table = pd.read_csv(workdir / "figures/replication.csv", keep_default_na=False, dtype=str)
+    tested = table[(table.verdict != "not computed") & (table.kind != "arithmetic")]
+    assert len(tested) >= 40
+    screenshot = OUTPUT / "report_landing.png"
+    landing = "document.getElementById('replication-at-a-glance')"
+    at_home = f"{landing} && {landing}.querySelector('li')"
+    # per work (its h2), per headline: the verdict, the text, every link's href
+    headlines = (
+        f"Object.fromEntries([...{landing}.querySelectorAll('div.section')].map(s => "
+        "[s.querySelector('h2').textContent, [...s.querySelectorAll(':scope > ul > li')].map("
+        "li => ({verdict: li.querySelector('strong').textContent,"
+        " text: li.textContent.replace(/\\s+/g, ' '),"
+        " links: [...li.querySelectorAll('a')].map(a => a.getAttribute('href'))}))]))")
+    opens = re.compile(r"^javascript:app\.showResultInfo\('([^']+)'\)$")
+
+    def target(href: str) -> str:
+        found = opens.match(href)
+        assert found, f"a headline link that opens no report item: {href}"
+        return unquote(found.group(1))
+
+    def follow(href: str, path: str) -> None:
+        """Click the landing page's link `href` and wait for the panel of `path`."""
+        click(browser, f"[...{landing}.querySelectorAll('a')]"
+                       f".find(a => a.getAttribute('href') === {json.dumps(href)})",
+              f"the link to {path}")
+        wait_for(browser, result_panel_shows(path), f"the panel of {path}")
+
+    def home() -> None:
+        click(browser, "document.querySelector('nav nav a')", "home (the first breadcrumb)")
+        wait_for(browser, at_home, "the landing page, back home")
+
+    with Chromium(binary) as browser:
+        browser.open(page)
+        # (a) the first page: the headlines, from the top of the window, not the rule graph
+        wait_for(browser, at_home, "the landing page")
+        seen = browser.evaluate(
+            f"(() => {{ const h = {landing}.querySelector('h1'), li = {landing}.querySelector('li');"
+            " const r = h.getBoundingClientRect(), first = li.getBoundingClientRect();"
+            " const at = document.elementFromPoint(r.left + 5, r.top + r.height / 2);"
+            " return {title: h.textContent, top: r.top, first: first.top,"
+            " height: window.innerHeight, onTop: h.contains(at)}; })()")
+        assert seen["title"] == "Replication at a glance", seen
+        assert 0 <= seen["top"] < seen["first"] < seen["height"] and seen["onTop"], seen
+        browser.screenshot(screenshot)
+        assert not browser.evaluate("document.querySelectorAll('.system-message').length"), \
+            "docutils left a warning on the landing page"
+        shown = browser.evaluate(headlines)
+        assert sorted(shown) == sorted(set(tested.work)), sorted(shown)
+        items = set(browser.evaluate("Object.keys(results)"))
+        assert {"figures/replication.html", "figures/verdicts.html"} <= items
+        outputs: dict[str, str] = {}  # each output a headline links to: its link
+        for work, rows in tested.groupby("work", sort=False):
+            assert [h["verdict"] for h in shown[work]] == list(rows.verdict), work
+            for row, headline in zip(rows.itertuples(), shown[work], strict=True):
+                assert f"{row.verdict}, " in headline["text"], (row.where, headline)
+                linked = [target(href) for href in headline["links"]]
+                # (c) each headline links to the verdicts behind it, an item of the report
+                assert linked[-1] == "figures/verdicts.html", headline
+                # (b) and to the report item of each figure or table it rests on
+                stems = {Path(s).stem for s in row.outputs.split()}
+                assert {Path(p).stem for p in linked[:-1]} == {
+                    Path(p).stem for p in items if Path(p).suffix in (".png", ".md")} & stems, \
+                    (row.outputs, headline)
+                for href, path in zip(headline["links"], linked[:-1]):
+                    outputs.setdefault(path, href)
+        assert {Path(p).suffix for p in outputs} == {".png", ".md"}, outputs
+        # a click on each output's link opens its panel: its path and its caption
+        for path, href in outputs.items():
+            follow(href, path)
+        figure = next(p for p in outputs if p.endswith(".png"))
+        follow(outputs[figure], figure)
+        click(browser, view_icon(figure), f"the view icon of {figure}")
+        drawn = ("(() => { const i = document.querySelector('#app img[src^=\"data:image/png\"]');"
+                 " return i && i.complete && i.naturalWidth; })()")
+        assert wait_for(browser, drawn, f"{figure} drawn") > 100
+        home()
+        # (d) the replication table's link and view icon; then the verdicts'
+        whole_table = browser.evaluate(f"{landing}.querySelector('p a').getAttribute('href')")
+        verdicts = next(iter(shown.values()))[0]["links"][-1]
+        claims = f"Claims tested on this run's models \\({len(tested)}\\)"
+        for path, href, shows in (("figures/replication.html", whole_table, claims),
+                                  ("figures/verdicts.html", verdicts, r"\d+ of \d+ verdicts")):
+            follow(href, path)
+            click(browser, view_icon(path), f"the view icon of {path}")
+            frame_text(browser, "data:text/html", shows, f"{path} shown by its view icon")
+            home()
+        # (e)
+        assert not browser.errors, browser.errors
+    assert screenshot.read_bytes()[:4] == b"\x89PNG", f"screenshot at {screenshot}"
 
 
 def test_data_summary_tabulates_every_prepared_dataset(finished_run):
@@ -624,3 +730,73 @@ def test_the_replication_page_sets_the_papers_numbers_beside_the_run(finished_ru
     arithmetic_section = page.split("## Arithmetic checks")[1].split("## Not computed")[0]
     assert "Table 1" in arithmetic_section and "Table 1" not in page.split("## Arithmetic")[0]
     assert "## Not computed by this pipeline" in page and "Reading: Recon gate evidence" in page
+
+
+def _model_strings(config: dict) -> set[str]:
+    """Every model string the config names: models.*, carry.judges, every model of transfer
+    (generators, response and panel models, "model@k" as its model), llm.per_model's keys."""
+    def strings(value):
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            for item in value.values():
+                yield from strings(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from strings(item)
+    found = [*strings(config["models"]), *strings(config["carry"].get("judges") or []),
+             *strings(config["transfer"]), *config["llm"].get("per_model", {})]
+    return {m.split("@", 1)[0] for m in found if "/" in m and " " not in m}
+
+
+def _without_model_string_cells(markdown: str) -> str:
+    """A bill's markdown (cost_report.md, plan.md) less its `model string` column's cells,
+    the one place an accounting table prints the exact model billed."""
+    kept, column = [], None
+    for line in markdown.splitlines():
+        cells = line.split("|") if line.startswith("|") else None
+        if cells is None:
+            column = None
+        elif "model string" in [c.strip() for c in cells]:
+            column = [c.strip() for c in cells].index("model string")
+        elif column is not None and not set(line) <= set("|-: "):
+            assert re.fullmatch(r" `[^`]+` | ", cells[column]), line  # blank: the total
+            cells[column] = ""
+            line = "|".join(cells)
+        kept.append(line)
+    return "\n".join(kept)
+
+
+@pytest.mark.long
+def test_no_raw_model_string_in_any_table_or_note(finished_run):
+    """Issue 38: every table and note under figures/ names a model by its display name; only
+    the bills' `model string` cells print the exact model string."""
+    from rubriclab.labels import ModelLabels
+
+    workdir, config_path = finished_run
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    merge_config(config, yaml.safe_load(config_path.read_text()))
+    labels = ModelLabels(config.get("labels"), stand_ins=config.get("stand_ins"))
+    models = _model_strings(config)
+    assert {"fake/hash", SECOND_JUDGE, "fake-embed/words"} <= models
+    # fake/hash reads as itself; a model string whose label differs must never be printed
+    raw = {m: labels(m) for m in models if labels(m) != m}
+    assert raw[SECOND_JUDGE] == "fake/hash (delay_s=0)"
+    texts = {}
+    for path in sorted((workdir / "figures").rglob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        if path.name in ("cost_report.md", "plan.md"):
+            assert f"| {raw[SECOND_JUDGE]} | `{SECOND_JUDGE}` |" in text or \
+                path.name == "plan.md", path
+            text = _without_model_string_cells(text)
+        texts[str(path.relative_to(workdir))] = text
+    replication = pd.read_csv(workdir / "figures/replication.csv", dtype=str,
+                              keep_default_na=False)
+    for column in replication.columns:
+        texts[f"figures/replication.csv, {column}"] = "\n".join(replication[column])
+    found = {(where, model) for where, text in texts.items() for model in raw if model in text}
+    assert not found, sorted(found)
+    # not vacuous: the notes name the second judge, by its display name
+    notes = replication["note"]
+    assert notes.str.contains(raw[SECOND_JUDGE], regex=False).any()
+    assert "figures/cost_report.md" in texts and "figures/replication.md" in texts

@@ -337,6 +337,6 @@ def test_a_measured_latency_gives_the_hours_and_the_plan_says_what_the_pilot_mea
     assert f"the models the pilot did not call (`{SONNET}`)" in top
     assert "expected thinking, as a share of each request's cap (the low and high totals " \
         "keep theirs): none measured" in top
-    assert f"| judge | `{MINI}` | exact; answers: pilot |" in markdown
-    assert f"| judge | `{SONNET}` | exact |" in markdown
+    assert f"| judge | {MINI} | `{MINI}` | exact; answers: pilot |" in markdown
+    assert f"| judge | {SONNET} | `{SONNET}` | exact |" in markdown
     assert not math.isnan(mini["cost_usd"])

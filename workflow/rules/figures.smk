@@ -127,6 +127,9 @@ rule cost_report:
     params:
         # where this job's host keeps its local copies of the store's files
         local_storage=str(workflow.storage_settings.local_storage_prefix),
+        # the models' display names beside the billed model strings
+        labels=config["labels"],
+        stand_ins=config["stand_ins"],
     script:
         "../scripts/cost_report.py"
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from rubriclab.labels import ModelLabels
+
 from .ledger import (calls_per_distinct_request, cost_report_markdown, ledger_frame,
                      read_earlier_attempts, read_ledgers, summarize)
 
@@ -83,13 +85,14 @@ def paid_attempts(ledger_paths: list[Path], cache_url: str | None = None,
 
 def cost_report(ledger_paths: list[Path], cache_url: str | None = None,
                 local_root: str | Path | None = None,
-                skip_fake: bool = False) -> tuple[pd.DataFrame, str]:
+                skip_fake: bool = False,
+                labels: ModelLabels | None = None) -> tuple[pd.DataFrame, str]:
     """The current ledgers of a run's stages and the cost report of them (markdown), billing
     every call their processes paid for (`paid_attempts`); `skip_fake` as in
-    `calls_per_distinct_request`."""
+    `calls_per_distinct_request`; `labels`: the run's display names of the models."""
     paths = [Path(p) for p in ledger_paths]
     ledger, attempts = read_ledgers(paths), paid_attempts(paths, cache_url, local_root)
     markdown = cost_report_markdown(summarize(ledger, attempts),
                                     calls_per_distinct_request(ledger, attempts, skip_fake),
-                                    fake_skipped=skip_fake)
+                                    fake_skipped=skip_fake, labels=labels)
     return ledger, markdown

@@ -22,6 +22,8 @@ from typing import IO, Any
 
 import pandas as pd
 
+from rubriclab.labels import ModelLabels
+
 from .providers import provider_for
 from .redact import redact
 from .request import Completion
@@ -297,8 +299,20 @@ def _fmt_cost(value: float | None, unknown: int = 0) -> str:
     return f"${known:,.4f} + unknown ({unknown} calls)"
 
 
+MODEL_COLUMNS = "| model | model string |"
+
+
+def model_cells(model: str, labels: ModelLabels | None = None) -> str:
+    """A bill's two model cells: the display name a reader knows the model by (the config's
+    `labels:` and `stand_ins:`), then the exact model string that is billed, as code."""
+    label = (labels or ModelLabels())(model).replace("|", "\\|")
+    return f"| {label} | `{model}` |"
+
+
 def cost_report_markdown(summary: pd.DataFrame, calls: tuple[int, int] | None = None,
-                         fake_skipped: bool = False) -> str:
+                         fake_skipped: bool = False, labels: ModelLabels | None = None) -> str:
+    """The cost report's table per rule and model; `labels`: the run's display names
+    (rubriclab.labels; the defaults where None)."""
     lines = [
         "# Cost report",
         "",
@@ -311,6 +325,8 @@ def cost_report_markdown(summary: pd.DataFrame, calls: tuple[int, int] | None = 
         "with the calls a killed process had in flight (`paid-unknown`: of unknown cost). Costs come",
         "from litellm's price map (local models cost $0); a call of unknown price (no price in",
         "the map, or a call that failed) is counted as unknown, never as $0.",
+        "`model` is the name the figures give a model (and so are the models in a job's name);",
+        "`model string`, the exact model billed.",
         "`batch` counts uncached calls answered through the provider's batch API (priced at its",
         "batch rates); `prompt cache read / written` are the prompt tokens the provider read",
         "from or wrote to its prompt cache (priced at its cache rates).",
@@ -325,14 +341,18 @@ def cost_report_markdown(summary: pd.DataFrame, calls: tuple[int, int] | None = 
                      "(llm.cache_fake_answers), so they answer each asking anew, for free"
                      if fake_skipped else "") + ").", ""]
     lines += [
-        "| rule | model | requests | cache hits | uncached | unparseable | failed | re-asks |"
+        f"| rule {MODEL_COLUMNS} requests | cache hits | uncached | unparseable | failed | re-asks |"
         " prompt tokens | completion tokens | cost | cost of cached | earlier runs' calls |"
         " their cost | batch | prompt cache read / written |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    labels = labels or ModelLabels()
+    # a job's name holds the models it works on ("carry_judge[recon/<model>]"): named by label
+    models = [*summary["model"].astype(str), *labels.overrides, *labels.stand_ins]
     for row in summary.itertuples(index=False):
         lines.append(
-            f"| {row.rule} | `{row.model}` | {row.requests} | {row.cache_hits} |"
+            f"| {labels.in_text(str(row.rule), models)} {model_cells(row.model, labels)}"
+            f" {row.requests} | {row.cache_hits} |"
             f" {row.uncached_calls} | {row.unparseable} | {row.failed} | {row.reasks} |"
             f" {row.prompt_tokens:,} | {row.completion_tokens:,} |"
             f" {_fmt_cost(row.cost_usd, row.cost_unknown_calls)} |"
@@ -346,7 +366,7 @@ def cost_report_markdown(summary: pd.DataFrame, calls: tuple[int, int] | None = 
                       "earlier_cost_unknown_calls", "batch_calls", "cache_read_tokens",
                       "cache_write_tokens"]].sum()
     lines.append(
-        f"| **total** | | {totals.requests} | {totals.cache_hits} | {totals.uncached_calls} |"
+        f"| **total** | | | {totals.requests} | {totals.cache_hits} | {totals.uncached_calls} |"
         f" {totals.unparseable} | {totals.failed} | {totals.reasks} | {totals.prompt_tokens:,} |"
         f" {totals.completion_tokens:,} |"
         f" {_fmt_cost(summary['cost_usd'].sum(), totals.cost_unknown_calls)} |"

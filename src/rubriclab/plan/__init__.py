@@ -53,6 +53,7 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
     `measured`: what a pilot measured (rubriclab.plan.measured.read_pilot), used in place of
     the assumptions: answers' lengths, thinking shares, batch prompt-cache hit rates, latency."""
     from rubriclab.config import config_digest
+    from rubriclab.labels import ModelLabels
     from rubriclab.llm.cache import SQLiteCache
     from rubriclab.llm.providers import provider_for
     from rubriclab.llm.settings import LLMConfig
@@ -99,7 +100,9 @@ def build_plan(snakefile: Path, workdir: Path, configfiles: list[Path], config_a
                                    if job.calls_model and not job.needs_run)
     markdown = plan_markdown(table, config_name=name, digest=digest,
                              free_text_share=free_text_share, finished_jobs=finished,
-                             measured=measured)
+                             measured=measured,
+                             labels=ModelLabels(workflow.config.get("labels"),
+                                                stand_ins=workflow.config.get("stand_ins")))
     return table, markdown, digest
 
 

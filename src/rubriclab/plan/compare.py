@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from rubriclab.labels import ModelLabels
+from rubriclab.llm.ledger import MODEL_COLUMNS, model_cells
+
 # How far a run may stray from its plan (issue 11): exact rows to the request, estimated rows
 # within 10%, prompt tokens within 5%.
 ESTIMATED_REQUESTS_TOLERANCE = 0.10
@@ -142,8 +145,9 @@ def bill_against_plan(plan: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFrame:
 
 
 def bill_markdown(plan: pd.DataFrame | None, ledger: pd.DataFrame, *,
-                  plan_note: str = "") -> str:
-    """The cost report's section that puts the bill beside the plan."""
+                  plan_note: str = "", labels: ModelLabels | None = None) -> str:
+    """The cost report's section that puts the bill beside the plan; `labels`: the run's
+    display names of the models."""
     lines = ["## The bill against the plan", ""]
     if plan is None:
         lines += [plan_note or "No plan for this config: `rubriclab plan` (make plan) writes "
@@ -152,11 +156,11 @@ def bill_markdown(plan: pd.DataFrame | None, ledger: pd.DataFrame, *,
     table = bill_against_plan(plan, ledger)
     lines += [plan_note, "", "Planned cost: as the config prices each row (batch mode, prompt "
               "caching where a prefix qualifies, else standard).", "",
-              "| rule | model | planned requests | made | planned to pay | paid "
-              "| planned cost | paid cost |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+              f"| rule {MODEL_COLUMNS} planned requests | made | planned to pay | paid "
+              "| planned cost | paid cost |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for row in table.itertuples(index=False):
         lines.append(
-            f"| {row.rule} | `{row.model}` | {row.planned_requests:,} | {row.made_requests:,} |"
+            f"| {row.rule} {model_cells(row.model, labels)} {row.planned_requests:,} | {row.made_requests:,} |"
             f" {row.planned_to_pay:,} | {row.paid_requests:,} | {_usd(row.planned_cost_usd)} |"
             f" {_usd(row.paid_cost_usd)} |")
     lines.append("")

@@ -10,6 +10,8 @@ from typing import Any
 
 import pandas as pd
 
+from rubriclab.labels import ModelLabels
+from rubriclab.llm.ledger import MODEL_COLUMNS, model_cells
 from rubriclab.llm.pricing import is_free, provider_of
 from rubriclab.llm.providers import provider_for
 from rubriclab.llm.settings import BATCH_PROVIDERS
@@ -45,8 +47,10 @@ def _range(low: pd.Series, expected: pd.Series, high: pd.Series) -> str:
 
 def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
                   free_text_share: float | None, finished_jobs: Mapping[str, int] | None = None,
-                  measured: Any = None) -> str:
-    """`measured`: the pilot whose measures the table was planned with (stated at the top)."""
+                  measured: Any = None, labels: ModelLabels | None = None) -> str:
+    """`measured`: the pilot whose measures the table was planned with (stated at the top);
+    `labels`: the config's display names of the models (the `model` column; the billed model
+    string stands beside it)."""
     summary = by_rule_and_model(table)
     paid = summary[summary["to_pay"] > 0]
     batch_capable = {m for m in table["model"]
@@ -91,16 +95,16 @@ def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
         f"{int(summary['completion_tokens_to_pay'].sum()):,} completion tokens to pay, at "
         f"most {int(summary['thinking_tokens_cap'].sum()):,}.",
         "",
-        "| rule | model | basis | jobs | requests | cached | earlier | to pay | prompt tokens "
+        f"| rule {MODEL_COLUMNS} basis | jobs | requests | cached | earlier | to pay | prompt tokens "
         "| completion tokens (thinking) | cost | batch | prompt caching (qualifying) | hours |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in summary.itertuples(index=False):
         caching = _dollars(r.prompt_cached_cost_usd)
         if r.cache_qualifying:
             caching += f" ({r.cache_qualifying:,})"
         lines.append(
-            f"| {r.rule} | `{r.model}` | {r.basis}{_answers_note(r.answers)} | {r.jobs} |"
+            f"| {r.rule} {model_cells(r.model, labels)} {r.basis}{_answers_note(r.answers)} | {r.jobs} |"
             f" {r.requests:,} | {r.cached:,} |"
             f" {r.answered_earlier:,} | {r.to_pay:,} | {r.prompt_tokens_to_pay:,} |"
             f" {r.completion_tokens_to_pay:,} ({r.thinking_tokens_to_pay:,}) |"
@@ -111,7 +115,7 @@ def plan_markdown(table: pd.DataFrame, *, config_name: str, digest: str,
                       "prompt_tokens_to_pay", "completion_tokens_to_pay",
                       "thinking_tokens_to_pay"]].sum()
     lines.append(
-        f"| **total** | | | {summary['jobs'].sum()} | {totals.requests:,} | {totals.cached:,} |"
+        f"| **total** | | | | {summary['jobs'].sum()} | {totals.requests:,} | {totals.cached:,} |"
         f" {totals.answered_earlier:,} | {totals.to_pay:,} | {totals.prompt_tokens_to_pay:,} |"
         f" {totals.completion_tokens_to_pay:,} ({totals.thinking_tokens_to_pay:,}) |"
         f" {_sum(paid['cost_usd'])} | | {_sum(paid['prompt_cached_cost_usd'])} | |")

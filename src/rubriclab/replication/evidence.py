@@ -1,15 +1,17 @@
 """What a reader finds in a run's outputs for one claim of the papers (`Evidence`), before any
 verdict: a value with its statistical interval and size, or, for a qualitative claim, each part
-of its sentence tested on its own (`Part`), or why the run cannot say."""
+of its sentence tested on its own (`Part`), or why the run cannot say; and its words with each
+model named by its display name (`with_display_names`)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import wraps
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
+from rubriclab.labels import ModelLabels, current_labels
 from rubriclab.stats.intervals import rate_interval
 
 Outputs = Mapping[str, Path]
@@ -89,3 +91,56 @@ def output_path(outputs: Outputs, name: str) -> Path:
     if not path.exists():
         raise MissingEvidence(f"{path} does not exist in this run")
     return path
+
+
+# --------------------------------------------------------------------------- display names
+
+# The config's sections that name models: every string in them with a "/" is taken for a
+# model string (one that is not, a path, reads as itself: its default label is the string).
+MODEL_SECTIONS = ("models", "carry.judges", "transfer")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def config_models(config: Mapping[str, Any]) -> list[str]:
+    """Every model string the config names: in MODEL_SECTIONS, and the keys of `labels`,
+    `stand_ins` and `llm.per_model` (a "model@k" entry as its model)."""
+    found: list[str] = []
+    for key in MODEL_SECTIONS:
+        value: Any = config
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        found += list(_strings(value))
+    found += [str(k) for k in (config.get("labels") or {})]
+    found += [str(k) for k in (config.get("stand_ins") or {})]
+    found += [str(k) for k in ((config.get("llm") or {}).get("per_model") or {})]
+    # a model string names its provider ("provider/model"); a word ("expert") is no model
+    return list(dict.fromkeys(m.split("@", 1)[0] for m in found
+                              if "/" in m and not any(c.isspace() for c in m)))
+
+
+def with_display_names(evidence: Evidence, config: Mapping[str, Any],
+                       labels: ModelLabels | None = None) -> Evidence:
+    """The evidence with every model string of the config in its words (parts, note, why it
+    cannot say) replaced by the model's display name, the one the page's `models` column and
+    the figures use (`labels`, else the labels in use: rubriclab.labels.current_labels); see
+    ModelLabels.in_text."""
+    labels = labels or current_labels()
+    models = config_models(config)
+
+    def text(value: str) -> str:
+        return labels.in_text(value, models)
+
+    return replace(
+        evidence, note=text(evidence.note), cannot=text(evidence.cannot),
+        parts=tuple(replace(p, name=text(p.name), detail=text(p.detail))
+                    for p in evidence.parts))

@@ -14,7 +14,7 @@ import yaml
 from rubriclab.labels import current_labels
 
 from . import readers_carry, readers_transfer, readers_verify
-from .evidence import Evidence, Outputs, Reader
+from .evidence import Evidence, Outputs, Reader, with_display_names
 from .verdicts import (CANNOT_TELL, KINDS, NOT_COMPUTED, as_measured, models_of, verdict,
                        why_cannot_tell)
 
@@ -88,6 +88,11 @@ class _Recorded(Mapping[str, Path]):
 
 def _evidence(entry: Mapping[str, Any], outputs: Outputs,
               config: Mapping[str, Any]) -> Evidence:
+    """The claim's evidence, each model in its words named by its display name."""
+    return with_display_names(_read(entry, outputs, config), config)
+
+
+def _read(entry: Mapping[str, Any], outputs: Outputs, config: Mapping[str, Any]) -> Evidence:
     if entry["id"] not in READERS:
         raise ValueError(f"claim {entry['id']!r} has neither `missing` nor a reader in "
                          "rubriclab.replication.readers_<work>.READERS")
