@@ -120,3 +120,25 @@ def test_a_level_outside_0_1_exits_2(capsys):
     assert main(["correct", str(WORKED / "judged.csv"), str(WORKED / "labeled.csv"),
                  "--level", "95"]) == 2
     assert "rubriclab correct: --level: must be in (0, 1), got 95.0" in capsys.readouterr().err
+
+
+def test_a_wide_exact_interval_says_why_and_a_narrow_one_does_not():
+    # verify's worked example: 12 human fails leave TNR anywhere in [29.4%, 92.8%] at 98.3%
+    wide = correct_counts(300, 400, Confusion(tp=37, fn=1, fp=4, tn=8), labelled_in_judged=True,
+                          check_replicates=0).markdown()
+    assert ("Why so wide: the guarantee must hold for any TPR in [83.3%, 100.0%] and TNR in "
+            "[29.4%, 92.8%] (each at 98.3%), what 38 human passes and 12 human fails leave "
+            "possible. More human fails labelled narrow it fastest") in wide
+    # passes are the scarce class here: their labels are the ones to add
+    scarce_passes = correct_counts(100, 400, Confusion(tp=8, fn=4, fp=1, tn=37),
+                                   labelled_in_judged=True, check_replicates=0).markdown()
+    assert "More human passes labelled narrow it fastest" in scarce_passes
+    # 2,000 labels: the interval is narrow, and no note is added
+    narrow = correct_counts(1500, 2000, Confusion(tp=1450, fn=50, fp=60, tn=440),
+                            labelled_in_judged=False, check_replicates=0)
+    low, high = narrow.rogan_gladen.interval
+    assert high - low < 0.5 and "Why so wide" not in narrow.markdown()
+    # another method is not the exact interval: no note either
+    other = correct_counts(300, 400, Confusion(tp=37, fn=1, fp=4, tn=8), labelled_in_judged=True,
+                           check_replicates=0, method="lang_reiczigel")
+    assert "Why so wide" not in other.markdown()

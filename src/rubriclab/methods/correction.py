@@ -16,6 +16,7 @@ import pandas as pd
 from rubriclab.methods import tables
 from rubriclab.methods.formatting import interval_text, level_text, percent, pipe_table
 from rubriclab.methods.tables import InputError
+from rubriclab.stats import exact_prevalence
 from rubriclab.verify.calibration import (
     COVERAGE_CHECK_REPLICATES, INTERVAL_METHODS, Confusion, CorrectedRate,
     PPIRate, corrected_pass_rate, ppi_pass_rate,
@@ -24,6 +25,9 @@ from rubriclab.verify.calibration import (
 # The narrowest interval that covered at least 95% in every cell of every size of the coverage
 # study (rubriclab.stats.coverage_report.decisions, "correct_default"; docs/statistics.md).
 CORRECT_METHOD = "exact"
+
+# An exact interval wider than this (as a share) gets a note saying why and what narrows it.
+WIDE = 0.5
 
 ESTIMATE_COLUMNS = ["estimate", "count", "n", "value", "low", "high"]
 DESIGNS = {"subset": "the labeled items are among the judged ones",
@@ -63,9 +67,32 @@ class CorrectionResult:
                  "intervals are Wilson's."]
         if rg.rg.message:
             notes.append(f"Note: {rg.rg.message}.")
+        notes += _why_wide(rg)
         notes.append("Flags: " + ("; ".join(self.flags) if self.flags else "none") + ".")
         return "\n".join([*pipe_table(["estimate", "items", "value",
                                        f"{level_text(rg.level)} interval"], rows), "", *notes])
+
+
+def _why_wide(rg: CorrectedRate) -> list[str]:
+    """Where the exact interval is wider than WIDE: the TPR and TNR its guarantee must hold for
+    (their Clopper-Pearson intervals at the level exact_prevalence gives each rate), and what
+    narrows it."""
+    if rg.method != "exact" or rg.interval is None:
+        return []
+    low, high = (min(1.0, max(0.0, bound)) for bound in rg.interval)
+    if high - low <= WIDE:
+        return []
+    share = exact_prevalence.rate_level(rg.level)
+    c = rg.confusion
+    (tpr_low, tnr_low), (tpr_high, tnr_high) = exact_prevalence.clopper_pearson_rows(
+        [c.tp, c.tn], [c.n_pos, c.n_neg], share)
+    wider = "fails" if tnr_high - tnr_low > tpr_high - tpr_low else "passes"
+    return [f"Why so wide: the guarantee must hold for any TPR in "
+            f"{interval_text(tpr_low, tpr_high)} and TNR in {interval_text(tnr_low, tnr_high)} "
+            f"(each at {percent(share)}), what {c.n_pos} human passes and {c.n_neg} human fails "
+            f"leave possible. More human {wider} labelled narrow it fastest (`rubriclab "
+            "labels-needed` says how many); `--method lang_reiczigel` is narrower, without the "
+            "guarantee (docs/statistics.md)."]
 
 
 def correct(judged: pd.DataFrame, labeled: pd.DataFrame | None = None, *,

@@ -46,6 +46,11 @@ from rubriclab.stats.prevalence import (Intervals, _check_counts, _rates, rogan_
                                         z_value)
 
 
+def rate_level(level: float) -> float:
+    """The level of each of the three rates' intervals: Bonferroni's 1 - (1 - level) / 3."""
+    return 1 - (1 - level) / 3
+
+
 def clopper_pearson_rows(successes, n, level: float) -> tuple[np.ndarray, np.ndarray]:
     """Clopper-Pearson (low, high) for arrays of counts; [0, 1] where n = 0.
 
@@ -70,7 +75,7 @@ def exact_bounds(k, n, tp, fn, fp, tn, *, level: float = 0.95
     _check_level(level)
     k, n, tp, fn, fp, tn = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64)
                                                  for v in (k, n, tp, fn, fp, tn)))
-    share = 1 - (1 - level) / 3
+    share = rate_level(level)
     e, f = clopper_pearson_rows(k, n, share)
     a, b = clopper_pearson_rows(tp, tp + fn, share)
     c, d = clopper_pearson_rows(tn, fp + tn, share)
