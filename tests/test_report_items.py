@@ -4,9 +4,10 @@ an ablation the items copied from the base run marked as such."""
 import asyncio
 import os
 
+import pandas as pd
 import pytest
 
-from rubriclab.report_items import made_by, paper_item
+from rubriclab.report_items import made_by, paper_item, replication_landing
 from rubriclab.reuse import COPIED_RECORD, record_copies
 
 from tests.pipeline.test_workflow import REPO
@@ -73,3 +74,25 @@ def test_every_report_item_of_the_smoke_test_has_a_category_and_subcategory(tmp_
     subcategories = {(c, s) for _, c, s in groups}
     assert {("carry", "Figure 3"), ("carry", "Table 2"), ("transfer", "Table A.4"),
             ("verify", "Figure 2")} <= subcategories
+
+
+def test_the_landing_page_counts_each_works_verdicts_and_leaves_out_what_is_not_tested(tmp_path):
+    rows = [("carry", "holds", "qualitative", "figures/carry/fig2_checklist_length.csv"),
+            ("carry", "holds", "quantitative", ""),
+            ("carry", "does not hold", "quantitative", "figures/carry/fig6_gated_quality.csv"),
+            ("carry", "holds", "arithmetic", ""),
+            ("verify", "not computed", "quantitative", ""),
+            ("verify", "cannot tell", "quantitative", "results/verify/x.csv")]
+    csv = tmp_path / "replication.csv"
+    pd.DataFrame([{"work": w, "verdict": v, "kind": k, "outputs": o, "where": "Fig. 2",
+                   "sentence": "a claim", "seed": "1", "run": "2", "as_measured": "",
+                   "interval": ""} for w, v, k, o in rows]).to_csv(csv, index=False)
+    page = replication_landing(csv)
+    assert page["claims"] == 4 and page["counts"] == "2 holds, 1 does not hold, 1 cannot tell"
+    assert page["work_counts"] == {"carry": "3 claims: 2 holds, 1 does not hold",
+                                   "verify": "1 claim: 1 cannot tell"}
+    assert [c["items"] for c in page["works"]["carry"]] == [
+        ["fig2_checklist_length.png", "fig2_checklist_length.md"], [],
+        ["fig6_gated_quality.png", "fig6_gated_quality.md"]]
+    assert page["works"]["verify"][0]["files"] == ["results/verify/x.csv"]
+    assert replication_landing(tmp_path / "absent.csv") == {}

@@ -42,8 +42,8 @@ VERDICTS_ITEM = "verdicts.html"
 
 def replication_landing(csv_path: str | Path) -> dict:
     """report.html's first page (workflow/report/workflow.rst, a param of rule replication read
-    when the report is built): the verdict counts and, per work, a headline per tested claim
-    with the report items of the outputs it rests on (`items`: each output's figure or table,
+    when the report is built): the verdict counts, overall and per work (`work_counts`), and,
+    per work, a headline per tested claim with the report items of the outputs it rests on (`items`: each output's figure or table,
     <stem>.png or <stem>.md, kept where the report has it) and the files that are no report
     item (`files`). Text is escaped for reStructuredText (rubriclab.markup). {} before the page
     is made."""
@@ -56,7 +56,6 @@ def replication_landing(csv_path: str | Path) -> dict:
         return {}
     table = pd.read_csv(path, keep_default_na=False, dtype=str)
     tested = table[~table["verdict"].isin(["not computed"]) & (table["kind"] != "arithmetic")]
-    counts = tested["verdict"].value_counts()
     works: dict[str, list[dict]] = {}
     for row in tested.to_dict("records"):
         sources = row.get("outputs", "").split()
@@ -69,5 +68,11 @@ def replication_landing(csv_path: str | Path) -> dict:
             "items": [f"{stem}{ext}" for stem in stems for ext in (".png", ".md")],
             "files": [s for s in sources if not s.startswith("figures/")],
         })
-    return {"counts": ", ".join(f"{n} {rst_text(v)}" for v, n in counts.items()),
-            "claims": len(tested), "works": works, "verdicts": VERDICTS_ITEM}
+
+    def counted(verdicts: pd.Series) -> str:
+        return ", ".join(f"{n} {rst_text(v)}" for v, n in verdicts.value_counts().items())
+    return {"counts": counted(tested["verdict"]), "claims": len(tested), "works": works,
+            "work_counts": {work: f"{len(rows)} claim{'s' * (len(rows) != 1)}: "
+                                  f"{counted(rows['verdict'])}"
+                            for work, rows in tested.groupby("work")},
+            "verdicts": VERDICTS_ITEM}

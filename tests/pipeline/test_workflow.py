@@ -767,7 +767,6 @@ def _without_model_string_cells(markdown: str) -> str:
     return "\n".join(kept)
 
 
-@pytest.mark.long
 def test_no_raw_model_string_in_any_table_or_note(finished_run):
     """Issue 38: every table and note under figures/ names a model by its display name; only
     the bills' `model string` cells print the exact model string."""
