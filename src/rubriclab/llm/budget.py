@@ -34,7 +34,7 @@ from typing import TypeVar
 from . import pricing
 from .prompt_cache import min_cacheable_tokens
 from .settings import ModelSettings
-from .sqlite_files import Transaction, open_wal_database
+from .sqlite_files import LazyWalFile, Transaction
 
 T = TypeVar("T")
 
@@ -273,28 +273,17 @@ class SpendRecordBase:
         self._update("settled_usd = settled_usd + ?, calls = calls + 1", (cost_usd,))
 
 
-class SpendRecord(SpendRecordBase):
+class SpendRecord(LazyWalFile, SpendRecordBase):
     """The bill of one run in a SQLite file (`spend_record_path`: beside its ledgers), shared
     by the processes of one machine (or of every host that shares the folder)."""
 
     _row = 1
 
     def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.location = str(self.path)
-        self._db: sqlite3.Connection | None = None
+        super().__init__(path, _SCHEMA)
 
-    @property
-    def db(self) -> sqlite3.Connection:
-        if self._db is None:
-            self._db = open_wal_database(self.path, _SCHEMA)
-            self._db.execute(*self._new_row())
-        return self._db
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+    def _opened(self, db: sqlite3.Connection) -> None:
+        db.execute(*self._new_row())
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         return self.db.execute(sql, params).fetchall()

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .sqlite_files import open_wal_database
+from .sqlite_files import LazyWalFile
 from .settings import ModelSettings
 
 # How far ahead of its rate a model may run: a burst of one second's worth of requests.
@@ -203,28 +203,17 @@ class RateLimiter:
         self._pause(model, max(0.0, seconds))
 
 
-class SQLiteRateLimiter(RateLimiter):
+class SQLiteRateLimiter(LazyWalFile, RateLimiter):
     """The schedule in a SQLite file (`FILE_NAME` in the cache folder), shared by the
     processes of one host."""
 
     FILE_NAME = "rate_limits.sqlite"
 
     def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.location = str(self.path)
-        self._db: sqlite3.Connection | None = None
+        super().__init__(path, _SCHEMA)  # opened at the first paid call, not for a cached run
 
-    @property
-    def db(self) -> sqlite3.Connection:
-        if self._db is None:  # opened at the first paid call, not for a run served from cache
-            self._db = open_wal_database(self.path, _SCHEMA)
-            self._db.execute(_IO_SCHEMA)
-        return self._db
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+    def _opened(self, db: sqlite3.Connection) -> None:
+        db.execute(_IO_SCHEMA)
 
     def _book(self, model: str, limits: dict[str, float | None], amounts: dict[str, float],
               latest: float) -> float:

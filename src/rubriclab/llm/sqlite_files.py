@@ -29,6 +29,33 @@ def open_wal_database(path: Path, schema: str, busy_timeout_s: float = BUSY_TIME
     return db
 
 
+class LazyWalFile:
+    """A WAL SQLite file (`open_wal_database`) opened at its first use, not when the object is
+    made: a run served from the cache never creates it. `_opened` runs once after the open
+    (more schema, a first row)."""
+
+    def __init__(self, path: str | Path, schema: str):
+        self.path = Path(path)
+        self.location = str(self.path)
+        self._schema = schema
+        self._db: sqlite3.Connection | None = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            self._db = open_wal_database(self.path, self._schema)
+            self._opened(self._db)
+        return self._db
+
+    def _opened(self, db: sqlite3.Connection) -> None:
+        pass
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
 def _switch_to_wal(db: sqlite3.Connection, path: Path, wait_s: float = 120.0) -> None:
     """Put a database in WAL mode. Switching a new file's journal mode takes an exclusive
     lock, and SQLite answers "database is locked" at once (its busy handler is not asked)
