@@ -6,8 +6,8 @@ from it are in docs/statistics.md), the decisions its rules make (`decisions`) a
 coverage of carry's binomial intervals. At the default size it runs in about four minutes on
 one core of the development machine (it uses one core); `--families transfer carry` alone in
 about two minutes of CPU (255 s wall on the shared 2-core machine); `--families verify` alone
-(810 cells, 7 methods, among them the exact projection interval and truescore's delta
-method) in 528 s on the shared 2-core machine. The verify part ends with every size's
+(900 cells, 7 methods, among them the exact projection interval and truescore's delta
+method) in 303 s on the shared 2-core machine. The verify part ends with every size's
 coverage and width per method and the interval `rubriclab correct` takes by default
 (`correct_default`).
 

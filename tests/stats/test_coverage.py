@@ -6,9 +6,11 @@ Algorithm 4's interval for a Q metric at n = 105, each with Monte Carlo error un
 """
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from scipy import stats
 
 from rubriclab.stats.bootstrap import ratio_bootstrap
@@ -268,3 +270,17 @@ def test_the_coverage_check_can_fail():
     short = transfer_cell(TRANSFER_WORLDS[0], 105, replicates=500, n_boot=500, seed=2026,
                           level=0.8)
     assert short["coverage"] < 0.88
+
+
+def test_the_study_holds_the_sizes_of_verifys_paper_scale_table():
+    """verify's calibration table labels each dataset's calibration split and judges its
+    evaluation split (apart): the coverage study must have those sizes, read from paper.yaml
+    so that a change of the paper's sizes leaves the study visibly behind."""
+    paper = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "paper.yaml")
+                           .read_text())
+    sizes = {(cell.m, cell.n, cell.design) for cell in VerifyGrid().cells()}
+    for name in ("summedits", "ragtruth"):
+        split = paper["datasets"][name]
+        m, n = sum(split["calibration"].values()), sum(split["evaluation"].values())
+        assert (m, n, "independent") in sizes, name
+    assert (40, 160, "subset") in sizes  # the tutorial's
