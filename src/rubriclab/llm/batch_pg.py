@@ -33,9 +33,7 @@ class PostgresBatchStore(BatchStoreBase):
 
     def _run(self, sql: str, params: tuple) -> Any:
         """A statement on the connection now (inside `Connection.call`); its cursor."""
-        db = self._conn.db
-        assert db is not None  # Connection.call connects before it runs the operation
-        return db.execute(sql.replace("?", "%s"), params)
+        return self._conn.connected.execute(sql.replace("?", "%s"), params)
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         return self._conn.call(lambda: self._run(sql, params).fetchall())
@@ -47,8 +45,7 @@ class PostgresBatchStore(BatchStoreBase):
         """One statement for each row, in one transaction (asked again whole where the server
         was lost)."""
         def run() -> None:
-            db = self._conn.db
-            assert db is not None  # Connection.call connects before it runs the operation
+            db = self._conn.connected
             with db.transaction(), db.cursor() as cursor:
                 cursor.executemany(sql.replace("?", "%s"), rows)
 
@@ -56,9 +53,7 @@ class PostgresBatchStore(BatchStoreBase):
 
     def _in_transaction(self, operation: Callable[[], T]) -> T:
         def run() -> T:
-            db = self._conn.db
-            assert db is not None  # Connection.call connects before it runs the operation
-            with db.transaction():
+            with self._conn.connected.transaction():
                 return operation()
 
         return self._conn.call(run)

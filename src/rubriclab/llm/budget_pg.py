@@ -76,21 +76,14 @@ class PostgresSpendRecord(SpendRecordBase):
                     self._unsent.clear()
             self._conn.close()
 
-    def _db(self) -> Any:
-        """The connection now, inside `Connection.call` (which connects before it runs the
-        operation)."""
-        db = self._conn.db
-        assert db is not None
-        return db
-
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
-        return self._conn.call(lambda: self._db().execute(_dialect(sql), params).fetchall())
+        return self._conn.call(lambda: self._conn.connected.execute(_dialect(sql), params).fetchall())
 
     def _send_unsent(self) -> None:
         """The changes kept, in order, as one transaction (inside `Connection.call`)."""
         if not self._unsent:
             return
-        db = self._db()
+        db = self._conn.connected
         with db.transaction():
             for sql, params in self._unsent:
                 db.execute(_dialect(sql), params)
@@ -116,7 +109,7 @@ class PostgresSpendRecord(SpendRecordBase):
     def _booking(self, operation: Callable[[], T]) -> T:
         def book() -> T:
             self._send_unsent()  # what is booked is read with every change before it
-            with self._db().transaction():
+            with self._conn.connected.transaction():
                 return operation()
 
         try:

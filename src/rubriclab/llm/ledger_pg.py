@@ -41,9 +41,8 @@ class LedgerRows:
         rows = [(host, ledger, attempt, Jsonb(row)) for host, ledger, attempt, row in self._unsent]
 
         def insert() -> None:
-            # Run by self._conn.call below, which connects before it runs the operation.
-            assert self._conn is not None and self._conn.db is not None
-            db = self._conn.db
+            assert self._conn is not None  # made below, before it runs this
+            db = self._conn.connected
             with db.transaction(), db.cursor() as cursor:
                 cursor.executemany("INSERT INTO ledger_rows (host, ledger, attempt, row)"
                                    " VALUES (%s, %s, %s, %s)", rows)

@@ -254,6 +254,12 @@ class Connection:
             self.db.close()
             self.db = None
 
+    @property
+    def connected(self) -> Any:
+        """The connection, for an operation run by `call` (which connects before it runs it)."""
+        assert self.db is not None, "Connection.connected is for an operation Connection.call runs"
+        return self.db
+
     @contextlib.contextmanager
     def held(self) -> Iterator[Any]:
         """The connection for statements run as one operation, not asked again here (a

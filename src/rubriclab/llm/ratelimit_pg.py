@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from .cache_records import CacheUnavailable, CacheUnreachable
 from .pg_connection import (EVENT_LOOP_WAIT_S, Connection, create_schema, psycopg_module,
@@ -98,7 +98,7 @@ class PostgresRateLimiter(RateLimiter):
               latest: float) -> float:
         def book() -> float:
             self._send_unsent()  # the booking sees every settlement and pause before it
-            db = self._db()
+            db = self._conn.connected
             with db.transaction():
                 row = db.execute(_LOCK_ROW, (model,)).fetchone()
                 offset = row[-1] - time.time()  # the server's clock less this host's
@@ -113,7 +113,7 @@ class PostgresRateLimiter(RateLimiter):
     def not_before(self, model: str) -> float:
         def read() -> float:
             self._send_unsent()
-            until, now = self._db().execute(_NOT_BEFORE, (model,)).fetchone()
+            until, now = self._conn.connected.execute(_NOT_BEFORE, (model,)).fetchone()
             return until - (now - time.time()) if until else 0.0
 
         return self._waiting(read, f"read the pause of {model!r}")
@@ -130,16 +130,11 @@ class PostgresRateLimiter(RateLimiter):
             self._pauses[model] = max(self._pauses.get(model, 0.0), time.time() + seconds)
             self._send_now()
 
-    def _db(self) -> Any:
-        db = self._conn.db
-        assert db is not None  # Connection.call connects before it runs the operation
-        return db
-
     def _send_unsent(self) -> None:
         """The settlements and pauses kept, as one transaction (inside `Connection.call`)."""
         if not (self._shifts or self._pauses):
             return
-        db = self._db()
+        db = self._conn.connected
         with db.transaction():
             for model, shifts in self._shifts.items():
                 db.execute(_SHIFT, (*(shifts.get(name, 0.0) for name in LIMITS), model))
