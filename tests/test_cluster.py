@@ -151,19 +151,30 @@ def test_the_cluster_generic_profile_moves_files_through_storage():
     __import__("snakemake_storage_plugin_fs")
 
 
+def dry_run(tmp_path, *args: str, profile: str | None = None, **env: str):
+    """`snakemake -n` of paper.yaml plus `args` (more config files) in tmp_path/run, with the
+    shared data; through the named profile, with placeholder keys and `env`."""
+    if profile is not None:
+        args = ("--workflow-profile", str(PROFILES / profile), "--configfile", str(PAPER), *args)
+        env = {**{key: "placeholder" for key in PLACEHOLDER_KEYS},
+               "RUBRICLAB_CACHE": str(tmp_path / "cache"), **env}
+    else:
+        args = ("--configfile", str(PAPER), *args)
+    data = str((REPO / ".." / "shared" / "data").resolve())
+    return run_snakemake(
+        [sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
+         "-d", str(tmp_path / "run"), *args, "--config", f"data_mirror={data}"],
+        env={**os.environ, **env, "PYTHONPATH": os.pathsep.join(
+            [str(REPO / "src"), os.environ.get("PYTHONPATH", "")])},
+        cwd=REPO, bound_s=DRY_RUN_BOUND_S)
+
+
 def test_a_dry_run_through_the_cluster_generic_profile_forms_its_groups(tmp_path):
     """A dry run forms the group jobs as a cluster run would (a local run ignores groups): a
     group that a path of jobs leaves and re-enters is refused here ("depends on itself")."""
-    env = {**os.environ, **{key: "placeholder" for key in PLACEHOLDER_KEYS},
-           "RUBRICLAB_CACHE": str(tmp_path / "cache"), "RUBRICLAB_STORE": str(tmp_path / "store"),
-           "RUBRICLAB_HOSTS_SPOOL": str(tmp_path / "spool"),
-           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
-    data = str((REPO / ".." / "shared" / "data").resolve())
-    done = run_snakemake(
-        [sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
-         "-d", str(tmp_path / "run"), "--workflow-profile", str(PROFILES / "cluster-generic"),
-         "--configfile", str(PAPER), str(REDUCED), "--config", f"data_mirror={data}"],
-        env=env, cwd=REPO, bound_s=DRY_RUN_BOUND_S)
+    done = dry_run(tmp_path, str(REDUCED), profile="cluster-generic",
+                   RUBRICLAB_STORE=str(tmp_path / "store"),
+                   RUBRICLAB_HOSTS_SPOOL=str(tmp_path / "spool"))
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "profiles/cluster-generic" in done.stderr  # the profile was read
 
@@ -279,14 +290,7 @@ def test_a_rule_asking_past_the_limit_is_refused_when_the_workflow_is_read(tmp_p
     the key and the fix."""
     extra = tmp_path / "partition.yaml"
     extra.write_text("cluster: {max_runtime_min: 1440}\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    data = str((REPO / ".." / "shared" / "data").resolve())
-    done = run_snakemake(
-        [sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
-         "-d", str(tmp_path / "run"), "--configfile", str(PAPER), str(extra),
-         "--config", f"data_mirror={data}"],
-        env=env, cwd=REPO, bound_s=DRY_RUN_BOUND_S)
+    done = dry_run(tmp_path, str(extra))
     said = done.stdout + done.stderr
     assert done.returncode != 0
     assert "cluster.max_runtime_min' (1440 min)" in said
@@ -294,14 +298,6 @@ def test_a_rule_asking_past_the_limit_is_refused_when_the_workflow_is_read(tmp_p
 
 
 def test_a_dry_run_through_the_slurm_profile_reads_its_status_command(tmp_path):
-    env = {**os.environ, **{key: "placeholder" for key in PLACEHOLDER_KEYS},
-           "RUBRICLAB_CACHE": str(tmp_path / "cache"),
-           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
-    data = str((REPO / ".." / "shared" / "data").resolve())
-    done = run_snakemake(
-        [sys.executable, "-m", "snakemake", "-n", "-s", str(REPO / "Snakefile"),
-         "-d", str(tmp_path / "run"), "--workflow-profile", str(PROFILES / "slurm"),
-         "--configfile", str(PAPER), str(REDUCED), "--config", f"data_mirror={data}"],
-        env=env, cwd=REPO, bound_s=DRY_RUN_BOUND_S)
+    done = dry_run(tmp_path, str(REDUCED), profile="slurm")
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert _profile("slurm")["slurm-status-command"] == "squeue"
