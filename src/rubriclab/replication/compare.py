@@ -21,7 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from .compare_verdicts import VerdictDiff, compare_runs_verdicts, html_section, markdown_section
+from .compare_verdicts import (VerdictDiff, compare_runs_verdicts, html_section, markdown_section,
+                               markdown_table)
 from .compare_verdicts import summary as verdict_summary
 
 REPLICATION = Path("figures/replication.csv")
@@ -179,23 +180,19 @@ def _summary(comparison: Comparison) -> list[str]:
 
 def to_markdown(comparison: Comparison) -> str:
     """The page as markdown: a changed cell reads **A → B**, a row one run lacks is marked."""
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
-
     out = ["# Two runs side by side", "", *(f"- {line}" for line in _summary(comparison)), ""]
     for table in comparison.tables:
         out += [f"## {table.name}" + ("" if table.changes else " (no difference)"), ""]
         for side, cols in table.only_columns.items():
             out += [f"Columns {side}: {', '.join(cols)}.", ""]
-        header = ["", *table.keys, *table.columns]
-        out += ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+        rows = []
         for key, cells, side in table.rows:
             shown = [f"**{_show(c.a)} → {_show(c.b)}**" if c.changed
                      else _show(c.a if side != ONLY_B else c.b) for c in cells]
             mark = f"**{side}**" if side else ("**changed**" if any(c.changed for c in cells)
                                                else "")
-            out.append("| " + " | ".join(cell(v) for v in [mark, *key, *shown]) + " |")
-        out.append("")
+            rows.append([mark, *(str(k) for k in key), *shown])
+        out += markdown_table(["", *table.keys, *table.columns], rows)
     return "\n".join([*out, *markdown_section(comparison.verdicts)])
 
 

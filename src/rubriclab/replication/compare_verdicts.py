@@ -152,22 +152,26 @@ def _listed(diff: VerdictDiff) -> str:
             f"The first {len(diff.flips)} of {total} flipped verdicts:")
 
 
-def markdown_section(diff: VerdictDiff) -> list[str]:
-    """The page's section on the judges' verdicts, as markdown lines."""
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """The compare page's pipe table, then a blank line. Not rubriclab.tidy.markdown_table:
+    cells here are the runs' own text, so a | or a line break in one is escaped, and rows are
+    not padded (a page may hold every row of every table of two runs)."""
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 
-    def table(header: list[str], rows: list[list[str]]) -> list[str]:
-        return ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header),
-                *("| " + " | ".join(cell(v) for v in row) + " |" for row in rows), ""]
+    return ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(cell(v) for v in row) + " |" for row in rows), ""]
 
+
+def markdown_section(diff: VerdictDiff) -> list[str]:
+    """The page's section on the judges' verdicts, as markdown lines."""
     out = ["## The judges' verdicts" + ("" if diff.changes or diff.missing
                                         else " (no difference)"), "", summary(diff), ""]
     if diff.missing:
         return out
-    out += table(*_group_rows(diff))
+    out += markdown_table(*_group_rows(diff))
     if diff.flips:
-        out += [_listed(diff), "", *table(*_flip_rows(diff))]
+        out += [_listed(diff), "", *markdown_table(*_flip_rows(diff))]
     return out
 
 
